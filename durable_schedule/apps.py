@@ -1,0 +1,11 @@
+from django.apps import AppConfig
+
+
+class DurableScheduleConfig(AppConfig):
+    name = "durable_schedule"
+    verbose_name = "Durable schedule"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Registers the system checks (DESIGN §3: "a Django system check reports the same").
+        from durable_schedule import checks  # noqa: F401

@@ -1,0 +1,58 @@
+"""System checks (STYLE 8, DESIGN §3): the store must be migrated, at or above the compatibility
+floor, and the runtime roles must exist with their exact grants. Ids are stable.
+
+The store check is untagged so that a plain ``manage.py check`` runs it (database-tagged checks
+only run with ``--database``). While ``manage.py migrate`` runs, its findings are warnings, not
+errors: migrate is the cure and must not be blocked by the disease. An unreachable database is a
+warning too, so commands that need no database (collectstatic in an image build) still run.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from django.core import checks
+from django.db import DatabaseError, connections
+
+from durable_schedule import conf
+from durable_schedule.store import inspection
+
+
+def _migrating() -> bool:
+    return len(sys.argv) > 1 and sys.argv[1] == "migrate"
+
+
+@checks.register()
+def check_store(app_configs=None, **kwargs):
+    level = checks.Warning if _migrating() else checks.Error
+    try:
+        with connections[conf.database_alias()].cursor() as cur:
+            report = inspection.schema_report(cur)
+    except DatabaseError as exc:
+        return [checks.Warning(f"cannot read the durable_schedule store: {exc}",
+                               id="durable_schedule.W004")]
+    if not report.migrated:
+        return [level("DS402: the durable_schedule store is not migrated",
+                      hint="Run `manage.py migrate`.", id="durable_schedule.E001")]
+    errors: list[checks.CheckMessage] = []
+    if report.below_floor:
+        errors.append(level(
+            f"DS401: database schema {report.schema_version} is below the version "
+            f"{report.required} this code requires",
+            hint="Run `manage.py migrate` before starting this version.",
+            id="durable_schedule.E002"))
+    for problem in report.role_problems:
+        errors.append(level(
+            f"DS304: {problem}",
+            hint="Apply the recipe printed by `manage.py durable_status --roles`.",
+            id="durable_schedule.E003"))
+    return errors
+
+
+@checks.register()
+def check_settings(app_configs=None, **kwargs):
+    try:
+        conf.validate()
+    except ValueError as exc:
+        return [checks.Error(str(exc), id="durable_schedule.E005")]
+    return []

@@ -1,0 +1,276 @@
+"""The one error hierarchy of durable_schedule (DESIGN §2 "diagnostics", STYLE 7).
+
+Every error carries a stable diagnostic ``code`` (``DS1xx`` schedule, ``DS2xx`` work, ``DS3xx``
+security, ``DS4xx`` operations), a ``retriable`` flag and a ``next_action`` sentence that tells
+the caller what to do. The catalogue in ``docs/diagnostics.md`` lists every code; a test keeps the
+codes unique and listed, so add a code here *and* there.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class DurableError(Exception):
+    """Base of every error raised by durable_schedule."""
+
+    code: ClassVar[str] = "DS000"
+    retriable: ClassVar[bool] = False
+    next_action: ClassVar[str] = "Read the message and docs/diagnostics.md."
+
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.context = context
+
+    def __str__(self) -> str:
+        extra = ", ".join(f"{k}={v!r}" for k, v in sorted(self.context.items()))
+        tail = f" [{extra}]" if extra else ""
+        return f"{self.code}: {self.message}{tail} — {self.next_action}"
+
+
+# ---------------------------------------------------------------- DS1xx schedule
+class ScheduleError(DurableError):
+    code = "DS100"
+
+
+class InvalidScheduleSpec(ScheduleError):
+    code = "DS101"
+    next_action = "Use schedules.At(when), schedules.After(delay) or schedules.Every(interval, anchor=...)."
+
+
+class NonPositiveDuration(ScheduleError):
+    code = "DS102"
+    next_action = "Give an interval, delay or safety window greater than zero."
+
+
+class NaiveDatetime(ScheduleError):
+    code = "DS103"
+    next_action = "Pass an aware datetime (tzinfo set); durable_schedule stores UTC only."
+
+
+class SubMicrosecondPrecision(ScheduleError):
+    code = "DS104"
+    next_action = "PostgreSQL keeps microseconds: round the value yourself before passing it."
+
+
+class UnknownWorkTarget(ScheduleError):
+    code = "DS105"
+    next_action = "Register the Work with work.define(name, version) before targeting it."
+
+
+class RevisionMismatch(ScheduleError):
+    code = "DS106"
+    next_action = "Re-read the schedule with schedules.get() and retry with its current revision."
+
+
+class ScheduleDeleted(ScheduleError):
+    code = "DS107"
+    next_action = "Deletion is terminal: create a schedule with a new schedule_id."
+
+
+class ScheduleNotFound(ScheduleError):
+    code = "DS108"
+    next_action = "Check the scope and schedule_id; schedules are only visible in their scope."
+
+
+class ScheduleAlreadyExists(ScheduleError):
+    code = "DS109"
+    next_action = "Use schedules.update() to change an existing schedule."
+
+
+class ReleaseRefused(ScheduleError):
+    code = "DS110"
+    next_action = (
+        "release_after_recovery only clears runtime-epoch suspensions; fix the cause and "
+        "schedules.update() (new generation) for scope, clock or evaluator suspensions."
+    )
+
+
+class InvalidSchedulePolicy(ScheduleError):
+    code = "DS111"
+    next_action = "Use overlap 'queue_one' and misfire 'run_once' or 'skip'."
+
+
+class OccurrenceLinkConflict(ScheduleError):
+    code = "DS113"
+    next_action = "A stored occurrence link differs from the derived Work identity: investigate tampering."
+
+
+class UnevaluableGeneration(ScheduleError):
+    code = "DS114"
+    next_action = "The stored spec cannot be evaluated: the schedule is suspended; update it to a valid spec."
+
+
+class InvalidIdentifier(DurableError):
+    code = "DS115"
+    next_action = "Identifiers are 1-200 characters without control characters or surrounding spaces."
+
+
+class ScheduleNotSuspended(ScheduleError):
+    code = "DS116"
+    next_action = "Only a suspended schedule can be released."
+
+
+# ---------------------------------------------------------------- DS2xx work
+class WorkError(DurableError):
+    code = "DS200"
+
+
+class UnknownWorkDefinition(WorkError):
+    code = "DS201"
+    next_action = "Register the Work with work.define(name, version) in every process that runs it."
+
+
+class DuplicateWorkDefinition(WorkError):
+    code = "DS202"
+    next_action = "Define each (name, version) once; give changed semantics a new version."
+
+
+class InvalidRetryPolicy(WorkError):
+    code = "DS203"
+    next_action = "Fix the retry policy field named in the message (see docs/work.md)."
+
+
+class InvalidAttemptPlan(WorkError):
+    code = "DS204"
+    next_action = "Offsets: 1..256, first 0, strictly increasing, circuit > last offset."
+
+
+class InvalidExecutionDeadline(WorkError):
+    code = "DS205"
+    next_action = "Pass an aware UTC datetime with at most microsecond precision."
+
+
+class WorkPrecisionError(WorkError):
+    code = "DS206"
+    next_action = "Durations and instants keep microseconds: round them before passing."
+
+
+class IdempotencyConflict(WorkError):
+    code = "DS207"
+    next_action = "The same command/idempotency key was accepted with different facts: use a new key."
+
+
+class PlannedWorkWithDueTime(WorkError):
+    code = "DS208"
+    next_action = "A planned request starts at its acceptance instant: drop due_at or drop the plan."
+
+
+class PayloadNotEncodable(WorkError):
+    code = "DS209"
+    next_action = "Pass a JSON-encodable payload or register a codec."
+
+
+class WorkNotFound(WorkError):
+    code = "DS210"
+    next_action = "Check the scope and work id; Work is only visible in its scope."
+
+
+class LeaseLost(WorkError):
+    code = "DS211"
+    retriable = False
+    next_action = "Another worker owns the row now; drop the result (it was kept as evidence)."
+
+
+class AdmissionClosed(WorkError):
+    code = "DS212"
+    next_action = "The deadline or circuit closed execution; reconcile or record proof instead."
+
+
+class ProofRefused(WorkError):
+    code = "DS213"
+    next_action = "Proof applies to suspended Work with an unresolved admitted permit."
+
+
+class WorkArithmeticOutOfRange(WorkError):
+    code = "DS215"
+    next_action = "Use durations and instants inside PostgreSQL's timestamp range."
+
+
+class ExecutorFailed(WorkError):
+    code = "DS216"
+    retriable = True
+    next_action = "The executor raised; the retry policy decides the next attempt."
+
+
+# ---------------------------------------------------------------- DS3xx security
+class SecurityError(DurableError):
+    code = "DS300"
+
+
+class InvalidScope(SecurityError):
+    code = "DS301"
+    next_action = "Pass a scope id of 1-200 characters without control characters."
+
+
+class WrongRole(SecurityError):
+    code = "DS302"
+    next_action = "Grant the migration owner membership in durable_runtime (durable_status --roles)."
+
+
+class AccessDenied(SecurityError):
+    code = "DS303"
+    next_action = "Compare the grants with `manage.py durable_status --roles` and apply the recipe."
+
+
+class RolesMissing(SecurityError):
+    code = "DS304"
+    next_action = "Create the NOLOGIN roles with the recipe of `manage.py durable_status --roles`."
+
+
+class ScopeLost(SecurityError):
+    code = "DS305"
+    next_action = "A savepoint rollback undid the scope setting: open a new scoped block."
+
+
+# ---------------------------------------------------------------- DS4xx operations
+class OperationsError(DurableError):
+    code = "DS400"
+
+
+class SchemaBelowFloor(OperationsError):
+    code = "DS401"
+    next_action = "Run `manage.py migrate` before starting this version of durable_schedule."
+
+
+class SchemaMissing(OperationsError):
+    code = "DS402"
+    next_action = "Run `manage.py migrate` to create the durable_schedule store."
+
+
+class TransientDatabaseError(OperationsError):
+    code = "DS403"
+    retriable = True
+    next_action = "Retry after rollback; the runner does this 3 times with backoff."
+
+
+class InvalidLease(OperationsError):
+    code = "DS404"
+    next_action = "Lease owner: non-blank, no control characters; lease: > 0 and <= 10 minutes."
+
+
+class RetriesExhausted(OperationsError):
+    code = "DS405"
+    next_action = "The database kept failing; check connectivity and restart the runner."
+
+
+class InvalidArgument(OperationsError):
+    code = "DS406"
+    next_action = "Fix the argument named in the message."
+
+
+class PartitionMaintenanceFailed(OperationsError):
+    code = "DS408"
+    next_action = "Run `manage.py durable_partitions` as the migration owner."
+
+
+def all_error_classes() -> list[type[DurableError]]:
+    """Every concrete error class, for the catalogue test and docs."""
+    seen: list[type[DurableError]] = []
+    stack: list[type[DurableError]] = [DurableError]
+    while stack:
+        cls = stack.pop()
+        seen.append(cls)
+        stack.extend(cls.__subclasses__())
+    return seen

@@ -1,0 +1,1 @@
+"""Pure evaluation: no database, no clock."""

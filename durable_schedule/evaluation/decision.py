@@ -1,0 +1,221 @@
+"""The per-pass schedule decision (spec 000 "Occurrence materialization", "Clock and evaluator
+fences"; DESIGN §4 items 1, 3 and 4).
+
+``decide()`` is what one scoped processor transaction does with a schedule after its fences
+passed: given the persisted generation (spec, ``accepted_at_utc``, policies), the persisted
+cursor, the database cutoff and the state of the schedule-wide slot, it returns exactly one
+``Decision``. It reads no clock and touches no database; the caller writes the disposition and
+``new_cursor`` in one transaction, so a rollback leaves neither (DESIGN §4.1).
+
+Order of the rules, each pinned by a test in ``tests/evaluation/test_decision.py``:
+
+1. ``cutoff <= cursor``, or no nominal instant in ``(cursor, cutoff]``: ``noop``.
+2. The earliest unevaluated instant is late by more than the safety window
+   (``cutoff - first > safety_window``; exactly the window is still in time): ``suspend`` with
+   reason ``"clock_jump"`` and evidence, cursor unmoved, no Work.
+3. One instant: ``nominal``. Several: the misfire policy — ``run_once`` gives one ``recovery``
+   occurrence for the inclusive range ``[first, last]``, ``skip`` one ``skipped`` range.
+4. Overlap ``queue_one``: a ``nominal`` or ``recovery`` action becomes ``coalesce`` when the slot
+   is occupied by a nonterminal Work of any generation, *or* when a pending coalesced
+   occurrence already exists (``slot.pending_coalesced_last is not None``). The second case
+   keeps order and "at most one queued": once the slot frees, the pending coalesced occurrence
+   runs first and absorbs the instants that arrived meanwhile, instead of a newer nominal
+   occurrence overtaking it or running beside it. ``skipped`` stays ``skipped`` even when the
+   slot is occupied: nothing would run anyway, so the skip policy wins.
+
+For ``coalesce`` the decision reports the NEW instants only; the caller merges them: if no
+pending coalesced occurrence exists it creates one with identity ``first`` and range
+``[first, last]``; otherwise it keeps the existing row's ``first_nominal_utc`` (its identity) and
+sets ``last_nominal_utc = max(existing last, decision.last)`` — the last instant only moves
+forward (spec 000). Materializing a pending coalesced occurrence once the slot is free is the
+caller's job and needs no decision: it happens whatever ``decide()`` returns (even ``noop``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from durable_schedule.errors import (
+    InvalidArgument,
+    InvalidSchedulePolicy,
+    NonPositiveDuration,
+    UnevaluableGeneration,
+)
+from durable_schedule.evaluation.timeline import (
+    EVALUATOR_VERSION,
+    ScheduleSpec,
+    as_utc,
+    instants_in,
+    kind_of,
+    next_instant_after,
+    to_us,
+)
+
+MISFIRE_POLICIES = ("run_once", "skip")
+"""Persisted misfire policies; ``run_once`` is the default (DESIGN §4.3)."""
+
+OVERLAP_POLICIES = ("queue_one",)
+"""Persisted overlap policies; ``queue_one`` is the default and the only one in v1."""
+
+ACTIONS = ("noop", "nominal", "recovery", "skipped", "coalesce", "suspend")
+WORK_ACTIONS = ("nominal", "recovery")
+"""Actions whose occurrence is bridged to Work in the same transaction."""
+
+_OCCURRENCE_KIND = {
+    "nominal": "nominal",
+    "recovery": "recovery",
+    "skipped": "recovery",
+    "coalesce": "coalesced",
+}
+_ONE_US = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True)
+class SlotState:
+    """The schedule-wide ``queue_one`` slot as the caller read it in its transaction.
+
+    ``occupied``: a nonterminal Work target from any generation of this schedule exists
+    (retrying and suspended Work still occupy it, DESIGN §4.4).
+    ``pending_coalesced_last``: ``last_nominal_utc`` of the pending coalesced occurrence of the
+    active generation, or ``None`` when there is none.
+    """
+
+    occupied: bool
+    pending_coalesced_last: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of one pass for one schedule.
+
+    ``first``/``last``/``count`` describe the new nominal instants the action covers (``None``,
+    ``None``, ``0`` for ``noop``; the would-be range for ``suspend``). ``new_cursor`` is ``last``
+    for every action that records a disposition and the unchanged cursor for ``noop`` and
+    ``suspend``. ``next_due`` is the first nominal instant after ``new_cursor`` (``None`` when
+    the spec has no more: the generation is complete once nothing is pending).
+    """
+
+    action: str
+    first: datetime | None
+    last: datetime | None
+    count: int
+    new_cursor: datetime
+    next_due: datetime | None
+    suspend_reason: str | None = None
+    evidence: dict[str, Any] | None = None
+
+    @property
+    def produces_work(self) -> bool:
+        """True when the caller must bridge the occurrence to Work in this transaction."""
+        return self.action in WORK_ACTIONS
+
+    @property
+    def occurrence_kind(self) -> str | None:
+        """The persisted occurrence kind (``nominal``/``recovery``/``coalesced``), if any.
+
+        A ``skipped`` range is a ``recovery`` occurrence written in state ``skipped``.
+        """
+        return _OCCURRENCE_KIND.get(self.action)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat(timespec="microseconds")
+
+
+def _aware(value: Any, name: str, *, optional: bool = False) -> datetime | None:
+    """A datetime argument in UTC (naive: ``NaiveDatetime``; other types: ``InvalidArgument``)."""
+    if value is None and optional:
+        return None
+    return as_utc(value, name, wrong_type=InvalidArgument)
+
+
+def _check_policies(misfire: Any, overlap: Any, safety_window: Any) -> int:
+    """Validate the persisted policies; return the safety window in microseconds."""
+    if misfire not in MISFIRE_POLICIES:
+        raise InvalidSchedulePolicy("unknown misfire policy", misfire=repr(misfire)[:80])
+    if overlap not in OVERLAP_POLICIES:
+        raise InvalidSchedulePolicy("unknown overlap policy", overlap=repr(overlap)[:80])
+    if not isinstance(safety_window, timedelta):
+        raise InvalidArgument("safety_window must be a timedelta", field="safety_window")
+    window_us = safety_window // _ONE_US
+    if window_us <= 0:
+        raise NonPositiveDuration("safety_window must be greater than zero",
+                                  value=str(safety_window))
+    return window_us
+
+
+def decide(
+    spec: ScheduleSpec,
+    accepted_at: datetime,
+    cursor: datetime,
+    cutoff: datetime,
+    *,
+    safety_window: timedelta,
+    misfire: str,
+    overlap: str,
+    slot: SlotState,
+) -> Decision:
+    """Decide what one pass does for one schedule (rules 1-4 of the module docstring).
+
+    Raises ``InvalidSchedulePolicy`` (DS111) for unknown policy names, ``NonPositiveDuration``
+    (DS102) for a non-positive safety window, ``NaiveDatetime`` (DS103) for naive inputs,
+    ``InvalidScheduleSpec`` (DS101) for a non-spec, and ``UnevaluableGeneration`` (DS114) when
+    the persisted cursor lies before ``accepted_at`` (the cursor starts there and only moves
+    forward, so stored state was altered; evaluating would back-fill instants before
+    acceptance).
+    """
+    window_us = _check_policies(misfire, overlap, safety_window)
+    kind = kind_of(spec)
+    if not isinstance(slot, SlotState) or not isinstance(slot.occupied, bool):
+        raise InvalidArgument("slot must be a SlotState with a bool 'occupied'", field="slot")
+    pending_last = _aware(slot.pending_coalesced_last, "pending_coalesced_last", optional=True)
+    accepted_at = _aware(accepted_at, "accepted_at")
+    cursor = _aware(cursor, "cursor")
+    cutoff = _aware(cutoff, "cutoff")
+    if cursor < accepted_at:
+        raise UnevaluableGeneration(
+            "the cursor lies before the generation's acceptance instant",
+            reason="cursor_before_acceptance", cursor=_iso(cursor), accepted_at=_iso(accepted_at),
+        )
+
+    found = instants_in(spec, accepted_at, cursor, cutoff)
+    if found is None:
+        # Rule 1: nothing to evaluate (also covers a cutoff at or behind the cursor).
+        return Decision("noop", None, None, 0, cursor,
+                        next_instant_after(spec, accepted_at, cursor))
+
+    lateness_us = to_us(cutoff) - to_us(found.first)
+    evidence: dict[str, Any] = {
+        "evaluator_version": EVALUATOR_VERSION,
+        "kind": kind,
+        "cursor": _iso(cursor),
+        "cutoff": _iso(cutoff),
+        "earliest": _iso(found.first),
+        "latest": _iso(found.last),
+        "count": found.count,
+        "lateness_us": lateness_us,
+        "window_us": window_us,
+        "misfire": misfire,
+        "overlap": overlap,
+        "slot_occupied": slot.occupied,
+        "pending_coalesced_last": _iso(pending_last),
+    }
+    if lateness_us > window_us:
+        # Rule 2: a clock jump or a long outage; suspend before moving the cursor or any Work.
+        return Decision("suspend", found.first, found.last, found.count, cursor, found.first,
+                        suspend_reason="clock_jump", evidence=evidence)
+
+    # Rule 3: in time; one instant is nominal, a missed range follows the misfire policy.
+    if found.count == 1:
+        action = "nominal"
+    elif misfire == "run_once":
+        action = "recovery"
+    else:
+        action = "skipped"
+    # Rule 4: queue_one keeps at most one queued occurrence behind the occupied slot.
+    if action in WORK_ACTIONS and (slot.occupied or pending_last is not None):
+        action = "coalesce"
+    return Decision(action, found.first, found.last, found.count, found.last,
+                    next_instant_after(spec, accepted_at, found.last), evidence=evidence)

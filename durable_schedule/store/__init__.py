@@ -1,0 +1,1 @@
+"""The store: models, versioned SQL, transaction forms and the clock seam (DESIGN §2, §3)."""

@@ -1,0 +1,171 @@
+"""Reads the store's own health: schema version against the floor, roles, exact grants.
+
+Used by the system checks, by the runtime's start-up guard and by ``durable_status``. The
+expected grants below are the contract of migration 0002 (DESIGN §3) written as data, so a
+drifted database (a grant revoked or added by hand) is reported, not trusted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from durable_schedule.store.version import REQUIRED_SCHEMA
+
+RUNTIME_ROLE = "durable_runtime"
+DISPATCHER_ROLE = "durable_dispatcher"
+
+#: table -> (table-wide privileges, {privilege: columns}) for the runtime role.
+RUNTIME_GRANTS: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {
+    "durable_schedule_store": (("SELECT",), {"UPDATE": ("updated_at",)}),
+    "durable_schedule_scope": (("SELECT",), {"INSERT": ("scope_id",), "UPDATE": ("updated_at",)}),
+    "durable_schedule_definition": (("SELECT", "INSERT"), {"UPDATE": (
+        "state", "revision", "active_generation", "runtime_epoch", "scope_generation",
+        "cursor_utc", "suspension_reason", "suspension_evidence", "suspended_at", "updated_at")}),
+    "durable_schedule_generation": (("SELECT", "INSERT"), {}),
+    "durable_schedule_occurrence": (("SELECT", "INSERT"), {"UPDATE": (
+        "state", "last_nominal_utc", "work_id", "work_command", "work_idempotency_key",
+        "updated_at")}),
+    "durable_schedule_dispatch": (("SELECT",), {
+        "INSERT": ("scope_routing_id", "schedule_id", "due_at"),
+        "UPDATE": ("due_at", "lease_owner", "lease_expires_at", "dispatch_revision")}),
+    "durable_schedule_history": (("SELECT", "INSERT"), {}),
+    "durable_work": (("SELECT", "INSERT"), {"UPDATE": (
+        "due_at", "state", "attempt", "lease_owner", "lease_expires_at", "lease_generation",
+        "attempt_started_at", "result", "last_error", "suspension_reason",
+        "execution_admission_closed_at", "execution_admission_closed_reason",
+        "execution_deadline_reached_at", "finished_at", "updated_at")}),
+    "durable_work_dispatch": (("SELECT", "DELETE"), {
+        "INSERT": ("scope_routing_id", "work_ref", "due_at"),
+        "UPDATE": ("due_at", "lease_owner", "lease_expires_at", "dispatch_revision")}),
+    "durable_work_permit": (("SELECT", "INSERT"), {"UPDATE": (
+        "outcome", "resolved_at", "resolved_by", "resolution_source")}),
+    "durable_work_quarantine": (("SELECT", "INSERT"), {}),
+    "durable_work_history": (("SELECT", "INSERT"), {}),
+}
+
+#: Columns of the schedule dispatch table the dispatcher may read; nothing else anywhere.
+DISPATCHER_COLUMNS = ("dispatch_id", "scope_routing_id", "schedule_id", "lease_owner",
+                      "lease_expires_at", "lease_generation", "dispatch_revision")
+DISPATCHER_FUNCTIONS = ("claim_schedule_dispatch(text, interval, integer)",)
+RUNTIME_FUNCTIONS = ("claim_work_dispatch(text, interval, integer)", "durable_schedule_clock(text)")
+
+
+@dataclass
+class SchemaReport:
+    migrated: bool
+    schema_version: int | None = None
+    compatibility_floor: int | None = None
+    runtime_epoch: int | None = None
+    required: int = REQUIRED_SCHEMA
+    role_problems: list[str] = field(default_factory=list)
+
+    @property
+    def below_floor(self) -> bool:
+        return self.migrated and (self.schema_version or 0) < self.required
+
+    @property
+    def healthy(self) -> bool:
+        return self.migrated and not self.below_floor and not self.role_problems
+
+
+def schema_report(cur) -> SchemaReport:
+    """Inspect the store through a cursor of the owner's connection (no scope needed)."""
+    cur.execute("select to_regclass('durable_schedule_store') is not null")
+    if not cur.fetchone()[0]:
+        return SchemaReport(migrated=False)
+    cur.execute(
+        "select schema_version, compatibility_floor, runtime_epoch from durable_schedule_store"
+    )
+    row = cur.fetchone()
+    if row is None:
+        return SchemaReport(migrated=False)
+    report = SchemaReport(True, row[0], row[1], row[2])
+    report.role_problems = grant_problems(cur)
+    return report
+
+
+def grant_problems(cur) -> list[str]:
+    """Every difference between the live roles/grants and the contract, as sentences."""
+    problems: list[str] = []
+    for role in (RUNTIME_ROLE, DISPATCHER_ROLE):
+        cur.execute("select rolsuper, rolbypassrls from pg_roles where rolname = %s", (role,))
+        row = cur.fetchone()
+        if row is None:
+            problems.append(f"role {role} is missing")
+        elif row[0] or row[1]:
+            problems.append(f"role {role} is superuser or bypasses row-level security")
+    if problems:
+        return problems
+    for table, (whole, by_column) in RUNTIME_GRANTS.items():
+        for priv in ("SELECT", "INSERT", "UPDATE", "DELETE"):
+            cur.execute("select has_table_privilege(%s, %s, %s)", (RUNTIME_ROLE, table, priv))
+            has = cur.fetchone()[0]
+            if (priv in whole) != has:
+                state = "lacks" if priv in whole else "has unexpected"
+                problems.append(f"{RUNTIME_ROLE} {state} {priv} on {table}")
+        for priv, columns in by_column.items():
+            for column in columns:
+                cur.execute("select has_column_privilege(%s, %s, %s, %s)",
+                            (RUNTIME_ROLE, table, column, priv))
+                if not cur.fetchone()[0]:
+                    problems.append(f"{RUNTIME_ROLE} lacks {priv} ({column}) on {table}")
+        cur.execute("select has_table_privilege(%s, %s, 'SELECT,INSERT,UPDATE,DELETE')",
+                    (DISPATCHER_ROLE, table))
+        if cur.fetchone()[0]:
+            problems.append(f"{DISPATCHER_ROLE} has table privileges on {table}")
+    for column in DISPATCHER_COLUMNS:
+        cur.execute("select has_column_privilege(%s, 'durable_schedule_dispatch', %s, 'SELECT')",
+                    (DISPATCHER_ROLE, column))
+        if not cur.fetchone()[0]:
+            problems.append(f"{DISPATCHER_ROLE} lacks SELECT ({column}) on durable_schedule_dispatch")
+    cur.execute("""
+        select a.attname from pg_attribute a
+         where a.attrelid = 'durable_schedule_dispatch'::regclass and a.attnum > 0
+           and not a.attisdropped and has_column_privilege(%s, a.attrelid, a.attnum, 'SELECT')
+    """, (DISPATCHER_ROLE,))
+    extra = sorted({r[0] for r in cur.fetchall()} - set(DISPATCHER_COLUMNS))
+    if extra:
+        problems.append(f"{DISPATCHER_ROLE} may read hidden dispatch columns {extra}")
+    for role, funcs in ((DISPATCHER_ROLE, DISPATCHER_FUNCTIONS), (RUNTIME_ROLE, RUNTIME_FUNCTIONS)):
+        for fn in funcs:
+            cur.execute("select to_regprocedure(%s) is not null", (fn,))
+            if not cur.fetchone()[0]:
+                problems.append(f"function {fn} is missing")
+                continue
+            cur.execute("select has_function_privilege(%s, %s, 'EXECUTE')", (role, fn))
+            if not cur.fetchone()[0]:
+                problems.append(f"{role} lacks EXECUTE on {fn}")
+            cur.execute("select has_function_privilege('public', %s, 'EXECUTE')", (fn,))
+            if cur.fetchone()[0]:
+                problems.append(f"PUBLIC may EXECUTE {fn}")
+    cur.execute("""
+        select p.oid::regprocedure::text from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+         where n.nspname = current_schema() and has_function_privilege(%s, p.oid, 'EXECUTE')
+           and (p.proname like 'durable%%' or p.proname like '%%schedule%%' or p.proname like '%%work%%')
+    """, (DISPATCHER_ROLE,))
+    for (fn,) in cur.fetchall():
+        if fn.replace(" ", "") not in {f.replace(" ", "") for f in DISPATCHER_FUNCTIONS}:
+            problems.append(f"{DISPATCHER_ROLE} may EXECUTE {fn}")
+    return problems
+
+
+def grant_recipe() -> str:
+    """The SQL a DBA runs to create the roles and grants by hand (DESIGN §3)."""
+    lines = [
+        f"CREATE ROLE {RUNTIME_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS;",
+        f"CREATE ROLE {DISPATCHER_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS;",
+        f"GRANT {RUNTIME_ROLE}, {DISPATCHER_ROLE} TO <migration owner>;",
+        "-- then run `manage.py migrate`: migration 0002 applies the exact grants below.",
+    ]
+    for table, (whole, by_column) in RUNTIME_GRANTS.items():
+        parts = list(whole) + [f"{p} ({', '.join(c)})" for p, c in by_column.items()]
+        lines.append(f"GRANT {', '.join(parts)} ON {table} TO {RUNTIME_ROLE};")
+    lines.append(
+        f"GRANT SELECT ({', '.join(DISPATCHER_COLUMNS)}) ON durable_schedule_dispatch "
+        f"TO {DISPATCHER_ROLE};"
+    )
+    for fn in DISPATCHER_FUNCTIONS:
+        lines.append(f"GRANT EXECUTE ON FUNCTION {fn} TO {DISPATCHER_ROLE};")
+    for fn in RUNTIME_FUNCTIONS:
+        lines.append(f"GRANT EXECUTE ON FUNCTION {fn} TO {RUNTIME_ROLE};")
+    return "\n".join(lines)

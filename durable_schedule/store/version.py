@@ -1,0 +1,9 @@
+"""Schema versions (DESIGN §3 "Migrations are forward-only").
+
+``SCHEMA_VERSION`` is the version the newest migration of this package writes into the store
+row; ``REQUIRED_SCHEMA`` is the lowest database schema this code can run against. The runtime
+refuses to start (DS401) below it, and ``manage.py check`` reports the same.
+"""
+
+SCHEMA_VERSION = 1
+REQUIRED_SCHEMA = 1
