@@ -295,7 +295,7 @@ def instants_in(
         if hi < anchor:
             return None
         k0 = _first_k_after(anchor, interval, lo)
-        k1 = (hi - anchor - 1) // interval
+        k1 = (hi - anchor) // interval
         if k1 < k0:
             return None
         first_us, last_us, count = anchor + k0 * interval, anchor + k1 * interval, k1 - k0 + 1

@@ -7,10 +7,11 @@
 ALTER TABLE durable_schedule_generation
     ADD CONSTRAINT durable_schedule_generation_definition_fk FOREIGN KEY (scope_id, schedule_id)
         REFERENCES durable_schedule_definition (scope_id, schedule_id);
-ALTER TABLE durable_schedule_occurrence
-    ADD CONSTRAINT durable_schedule_occurrence_generation_fk
-        FOREIGN KEY (scope_id, schedule_id, generation)
-        REFERENCES durable_schedule_generation (scope_id, schedule_id, generation);
+-- No foreign key points INTO the Django-created tables: Django's flush (TransactionTestCase,
+-- in adopters' suites too) truncates managed tables without CASCADE, which PostgreSQL refuses
+-- for a referenced table. Occurrences name their generation without a key; generations are
+-- append-only (never deleted), and only the processor writes an occurrence, for a generation it
+-- has just read under the definition lock.
 ALTER TABLE durable_work_history
     ADD CONSTRAINT durable_work_history_work_fk FOREIGN KEY (scope_id, work_id)
         REFERENCES durable_work (scope_id, work_id);
