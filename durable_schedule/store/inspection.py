@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from durable_schedule.store.version import REQUIRED_SCHEMA
+from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 
 RUNTIME_ROLE = "durable_runtime"
 DISPATCHER_ROLE = "durable_dispatcher"
@@ -61,7 +61,12 @@ class SchemaReport:
 
     @property
     def below_floor(self) -> bool:
-        return self.migrated and (self.schema_version or 0) < self.required
+        """The database is older than this code needs, or this code is older than the floor the
+        database demands of its readers and writers (spec 001 "Schema and release migration")."""
+        return self.migrated and (
+            (self.schema_version or 0) < self.required
+            or (self.compatibility_floor or 0) > SCHEMA_VERSION
+        )
 
     @property
     def healthy(self) -> bool:

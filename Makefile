@@ -1,0 +1,75 @@
+# Entry points of durable_schedule. `make test` is the test command (CI runs exactly it).
+#
+#   make test    find or start PostgreSQL, then tox: py311-django52, py312-django6, lint
+#   make demo    install into .venv, find or start PostgreSQL, run scripts/demo.sh
+#   make lint    ruff check (tox env "lint")
+#   make bench   python -m bench (once bench/__main__.py exists)
+#   make pg-stop stop the throwaway cluster in .pgdata/ (if scripts/ensure_postgres.sh started one)
+#
+# Extra arguments: `make test TOX_ARGS="-e py311-django52 -- -k policy -x"`.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+# tox looks for python3.11 / python3.12 on PATH. Where those are pyenv shims, a shim only works
+# for versions named in PYENV_VERSION, so list every installed pyenv version, the current one
+# first (it is what plain `python3` resolves to).
+ifneq ($(shell command -v pyenv 2>/dev/null),)
+PYENV_VERSION := $(shell { pyenv version-name 2>/dev/null | tr ':' '\n'; pyenv versions --bare 2>/dev/null; } | awk 'NF && !seen[$$0]++' | paste -sd: -)
+ifneq ($(PYENV_VERSION),)
+export PYENV_VERSION
+endif
+endif
+
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+TOX := $(VENV)/bin/tox
+TOX_ARGS ?=
+# Finds or starts PostgreSQL and exports DATABASE_URL into the recipe's shell.
+ENSURE_PG := pg_env=$$(scripts/ensure_postgres.sh) && eval "$$pg_env"
+
+.PHONY: help test demo lint bench pg-stop venv clean
+
+help:
+	@sed -n '1,9p' Makefile | sed 's/^# \{0,1\}//'
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install --quiet --upgrade pip
+
+# tox runs the tests in its own environments; .venv only hosts tox itself (and the demo).
+$(TOX): | $(VENV)/bin/python
+	$(VPY) -m pip install --quiet 'tox>=4.11'
+
+# The package with its test extra, for the demo and for running pytest by hand.
+$(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
+	$(VPY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+venv: $(TOX) $(VENV)/.installed-test
+
+test: $(TOX)
+	@$(ENSURE_PG); \
+	echo "make test: DATABASE_URL=$$(sed -E 's#(://[^:/@]*):[^@/]*@#\1:***@#' <<<"$$DATABASE_URL")"; \
+	$(TOX) $(TOX_ARGS)
+
+demo: $(VENV)/.installed-test
+	@$(ENSURE_PG); PYTHON=$(VPY) scripts/demo.sh
+
+lint: $(TOX)
+	$(TOX) -e lint $(TOX_ARGS)
+
+bench: $(VENV)/.installed-test
+	@if [ ! -f bench/__main__.py ]; then \
+		echo "make bench: bench/__main__.py does not exist yet (no benchmark to run)"; \
+		exit 1; \
+	fi
+	@$(ENSURE_PG); $(VPY) -m bench
+
+pg-stop:
+	scripts/ensure_postgres.sh --stop
+
+clean:
+	rm -rf .tox build dist .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,54 @@
+"""Named crash barriers (DESIGN §4.10, spec 000 "Deferred crash-proof criteria").
+
+A barrier is a named point in the code at which a test can make the process die for real
+(``os._exit``: no ``finally``, no rollback message, no atexit) to prove that recovery yields one
+occurrence and one accepted Work. Arm one with the environment variable
+``DURABLE_SCHEDULE_CRASH_AT=<name>[,<name>...]`` (read once, at import). Unarmed, a barrier costs
+one frozenset membership test.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+SCHEDULE_DECISION_BEFORE_COMMIT = "schedule-decision-before-commit"
+SCHEDULE_DECISION_AFTER_COMMIT = "schedule-decision-after-commit"
+SCHEDULE_BRIDGE_BEFORE_COMMIT = "schedule-bridge-before-commit"
+SCHEDULE_LINK_AFTER_COMMIT = "schedule-link-after-commit"
+SCHEDULE_WORK_AFTER_ACCEPTANCE = "schedule-work-after-acceptance"
+WORK_PERMIT_AFTER_COMMIT = "work-permit-after-commit"
+WORK_EFFECT_BEFORE_OUTCOME = "work-effect-before-outcome"
+
+ALL = frozenset({
+    SCHEDULE_DECISION_BEFORE_COMMIT,
+    SCHEDULE_DECISION_AFTER_COMMIT,
+    SCHEDULE_BRIDGE_BEFORE_COMMIT,
+    SCHEDULE_LINK_AFTER_COMMIT,
+    SCHEDULE_WORK_AFTER_ACCEPTANCE,
+    WORK_PERMIT_AFTER_COMMIT,
+    WORK_EFFECT_BEFORE_OUTCOME,
+})
+
+#: Exit status of a process killed at a barrier, so a test can tell it from other failures.
+CRASH_EXIT_CODE = 86
+
+
+def _armed_from_environment() -> frozenset[str]:
+    raw = os.environ.get("DURABLE_SCHEDULE_CRASH_AT", "")
+    names = frozenset(n.strip() for n in raw.split(",") if n.strip())
+    unknown = names - ALL
+    if unknown:
+        raise RuntimeError(f"DURABLE_SCHEDULE_CRASH_AT names unknown barriers: {sorted(unknown)}")
+    return names
+
+
+_ARMED = _armed_from_environment()
+
+
+def barrier(name: str) -> None:
+    """Die here, at once, if this barrier is armed."""
+    if name in _ARMED:
+        sys.stderr.write(f"durable_schedule: crash barrier {name} reached, exiting\n")
+        sys.stderr.flush()
+        os._exit(CRASH_EXIT_CODE)

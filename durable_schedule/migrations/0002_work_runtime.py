@@ -1,0 +1,11 @@
+from django.db import migrations
+
+from durable_schedule.store.sqlfiles import read
+
+
+class Migration(migrations.Migration):
+    dependencies = [("durable_schedule", "0001_initial")]
+
+    operations = [
+        migrations.RunSQL(read("0003_work_runtime.sql"), reverse_sql=migrations.RunSQL.noop),
+    ]

@@ -1,0 +1,11 @@
+from django.db import migrations
+
+from durable_schedule.store.sqlfiles import read
+
+
+class Migration(migrations.Migration):
+    dependencies = [("durable_schedule", "0002_work_runtime")]
+
+    operations = [
+        migrations.RunSQL(read("0004_schedule_protocol.sql"), reverse_sql=migrations.RunSQL.noop),
+    ]
