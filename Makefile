@@ -61,11 +61,12 @@ demo: $(VENV)/.installed-test
 lint: $(TOX)
 	$(TOX) -e lint $(TOX_ARGS)
 
-bench: $(VENV)/.installed-test
+bench:
 	@if [ ! -f bench/__main__.py ]; then \
 		echo "make bench: bench/__main__.py does not exist yet (no benchmark to run)"; \
 		exit 1; \
 	fi
+	@$(MAKE) --no-print-directory $(VENV)/.installed-test
 	@$(ENSURE_PG); $(VPY) -m bench
 
 pg-stop:

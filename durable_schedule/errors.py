@@ -36,7 +36,10 @@ class ScheduleError(DurableError):
 
 class InvalidScheduleSpec(ScheduleError):
     code = "DS101"
-    next_action = "Use schedules.At(when), schedules.After(delay) or schedules.Every(interval, anchor=...)."
+    next_action = (
+        "Use schedules.At(when), schedules.After(delay) or schedules.Every(interval, "
+        "anchor=...)."
+    )
 
 
 class NonPositiveDuration(ScheduleError):
@@ -94,17 +97,26 @@ class InvalidSchedulePolicy(ScheduleError):
 
 class OccurrenceLinkConflict(ScheduleError):
     code = "DS113"
-    next_action = "A stored occurrence link differs from the derived Work identity: investigate tampering."
+    next_action = (
+        "A stored occurrence link differs from the derived Work identity: investigate "
+        "tampering."
+    )
 
 
 class UnevaluableGeneration(ScheduleError):
     code = "DS114"
-    next_action = "The stored spec cannot be evaluated: the schedule is suspended; update it to a valid spec."
+    next_action = (
+        "The stored spec cannot be evaluated: the schedule is suspended; update it to a "
+        "valid spec."
+    )
 
 
 class InvalidIdentifier(DurableError):
     code = "DS115"
-    next_action = "Identifiers are 1-200 characters without control characters or surrounding spaces."
+    next_action = (
+        "Identifiers are 1-200 characters without control characters or surrounding "
+        "spaces."
+    )
 
 
 class ScheduleNotSuspended(ScheduleError):
@@ -149,12 +161,18 @@ class WorkPrecisionError(WorkError):
 
 class IdempotencyConflict(WorkError):
     code = "DS207"
-    next_action = "The same command/idempotency key was accepted with different facts: use a new key."
+    next_action = (
+        "The same command/idempotency key was accepted with different facts: use a new "
+        "key."
+    )
 
 
 class PlannedWorkWithDueTime(WorkError):
     code = "DS208"
-    next_action = "A planned request starts at its acceptance instant: drop due_at or drop the plan."
+    next_action = (
+        "A planned request starts at its acceptance instant: drop due_at or drop the "
+        "plan."
+    )
 
 
 class PayloadNotEncodable(WorkError):
@@ -206,7 +224,10 @@ class InvalidScope(SecurityError):
 
 class WrongRole(SecurityError):
     code = "DS302"
-    next_action = "Grant the migration owner membership in durable_runtime (durable_status --roles)."
+    next_action = (
+        "Grant the migration owner membership in durable_runtime (durable_status "
+        "--roles)."
+    )
 
 
 class AccessDenied(SecurityError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 
 RUNTIME_ROLE = "durable_runtime"
@@ -50,6 +51,10 @@ DISPATCHER_FUNCTIONS = ("claim_schedule_dispatch(text, interval, integer)",)
 RUNTIME_FUNCTIONS = ("claim_work_dispatch(text, interval, integer)", "durable_schedule_clock(text)")
 
 
+def _q(name: str) -> str:
+    return query("inspection_queries.sql", name)
+
+
 @dataclass
 class SchemaReport:
     migrated: bool
@@ -75,12 +80,10 @@ class SchemaReport:
 
 def schema_report(cur) -> SchemaReport:
     """Inspect the store through a cursor of the owner's connection (no scope needed)."""
-    cur.execute("select to_regclass('durable_schedule_store') is not null")
+    cur.execute(_q("store_exists"))
     if not cur.fetchone()[0]:
         return SchemaReport(migrated=False)
-    cur.execute(
-        "select schema_version, compatibility_floor, runtime_epoch from durable_schedule_store"
-    )
+    cur.execute(_q("store_row"))
     row = cur.fetchone()
     if row is None:
         return SchemaReport(migrated=False)
@@ -93,7 +96,7 @@ def grant_problems(cur) -> list[str]:
     """Every difference between the live roles/grants and the contract, as sentences."""
     problems: list[str] = []
     for role in (RUNTIME_ROLE, DISPATCHER_ROLE):
-        cur.execute("select rolsuper, rolbypassrls from pg_roles where rolname = %s", (role,))
+        cur.execute(_q("role_flags"), (role,))
         row = cur.fetchone()
         if row is None:
             problems.append(f"role {role} is missing")
@@ -122,12 +125,10 @@ def grant_problems(cur) -> list[str]:
         cur.execute("select has_column_privilege(%s, 'durable_schedule_dispatch', %s, 'SELECT')",
                     (DISPATCHER_ROLE, column))
         if not cur.fetchone()[0]:
-            problems.append(f"{DISPATCHER_ROLE} lacks SELECT ({column}) on durable_schedule_dispatch")
-    cur.execute("""
-        select a.attname from pg_attribute a
-         where a.attrelid = 'durable_schedule_dispatch'::regclass and a.attnum > 0
-           and not a.attisdropped and has_column_privilege(%s, a.attrelid, a.attnum, 'SELECT')
-    """, (DISPATCHER_ROLE,))
+            problems.append(
+                f"{DISPATCHER_ROLE} lacks SELECT ({column}) on durable_schedule_dispatch"
+            )
+    cur.execute(_q("dispatcher_visible_columns"), (DISPATCHER_ROLE,))
     extra = sorted({r[0] for r in cur.fetchall()} - set(DISPATCHER_COLUMNS))
     if extra:
         problems.append(f"{DISPATCHER_ROLE} may read hidden dispatch columns {extra}")
@@ -143,11 +144,7 @@ def grant_problems(cur) -> list[str]:
             cur.execute("select has_function_privilege('public', %s, 'EXECUTE')", (fn,))
             if cur.fetchone()[0]:
                 problems.append(f"PUBLIC may EXECUTE {fn}")
-    cur.execute("""
-        select p.oid::regprocedure::text from pg_proc p join pg_namespace n on n.oid = p.pronamespace
-         where n.nspname = current_schema() and has_function_privilege(%s, p.oid, 'EXECUTE')
-           and (p.proname like 'durable%%' or p.proname like '%%schedule%%' or p.proname like '%%work%%')
-    """, (DISPATCHER_ROLE,))
+    cur.execute(_q("executable_functions"), (DISPATCHER_ROLE,))
     for (fn,) in cur.fetchall():
         if fn.replace(" ", "") not in {f.replace(" ", "") for f in DISPATCHER_FUNCTIONS}:
             problems.append(f"{DISPATCHER_ROLE} may EXECUTE {fn}")

@@ -70,19 +70,25 @@ def scoped(scope_id: str, *, using: str | None = None) -> Iterator[object]:
 
 def _enter_runtime(cur, scope_id: str) -> None:
     _set_role(cur, RUNTIME_ROLE)
-    # Prove the role before setting scope state (DESIGN §4.7): a connection that could not
-    # become the runtime role must not see any scope.
-    cur.execute(
-        "select current_user, case when current_user = %s then set_config(%s, %s, true) end",
-        [RUNTIME_ROLE, SCOPE_SETTING, scope_id],
-    )
-    user, _ = cur.fetchone()
-    if user != RUNTIME_ROLE:
-        raise WrongRole(f"scoped work must run as {RUNTIME_ROLE}, current_user is {user}")
+    _set_scope_after_proving_role(cur, scope_id)
     cur.execute(
         "insert into durable_schedule_scope (scope_id) values (%s) on conflict do nothing",
         [scope_id],
     )
+
+
+def _set_scope_after_proving_role(cur, scope_id: str) -> None:
+    """Prove the role before setting scope state (DESIGN §4.7): one statement sets the scope only
+    when current_user is the runtime role, so a connection that could not become it sees none."""
+    cur.execute(_PROVE_ROLE_AND_SET_SCOPE, [RUNTIME_ROLE, SCOPE_SETTING, scope_id])
+    user, _ = cur.fetchone()
+    if user != RUNTIME_ROLE:
+        raise WrongRole(f"scoped work must run as {RUNTIME_ROLE}, current_user is {user}")
+
+
+_PROVE_ROLE_AND_SET_SCOPE = (
+    "select current_user, case when current_user = %s then set_config(%s, %s, true) end"
+)
 
 
 def _assert_scope(cur, scope_id: str) -> None:
@@ -145,10 +151,7 @@ def routed(routing_id: int, *, using: str | None = None) -> Iterator[tuple[objec
         _set_role(cur, RUNTIME_ROLE)
         scope_id = scope_for_routing_id(cur, routing_id)
         if scope_id is not None:
-            cur.execute(
-                "select current_user, case when current_user = %s then set_config(%s, %s, true) end",
-                [RUNTIME_ROLE, SCOPE_SETTING, scope_id],
-            )
+            _set_scope_after_proving_role(cur, scope_id)
         yield cur, scope_id
 
 

@@ -1,4 +1,5 @@
-"""Settings of the test project: a small Django project that installs durable_schedule as a user would.
+"""Settings of the test project: a small Django project that installs durable_schedule as a user
+would.
 
 The database comes from DATABASE_URL (postgresql://user:password@host:port/name), else the local
 server at 127.0.0.1:5432 as user postgres.

@@ -135,7 +135,8 @@ def test_rls__routing_lookup_admits_only_the_named_scope_row(two_scopes):
     pg, a, b = two_scopes
     cur = pg.cursor()
     become(cur, RUNTIME)
-    cur.execute("select set_config('durable_schedule.routing_id', %s, true)", (str(b["routing_id"]),))
+    routing = str(b["routing_id"])
+    cur.execute("select set_config('durable_schedule.routing_id', %s, true)", (routing,))
     cur.execute("select scope_id from durable_schedule_scope")
     assert [r[0] for r in cur.fetchall()] == ["tenant-b"]
     cur.execute("select count(*) from durable_schedule_definition")

@@ -56,7 +56,10 @@ def test_partitions__function_is_idempotent_and_every_child_has_forced_rls_and_t
         assert len(policies) == 1, (name, policies)
         polname, qual, check = policies[0].split("|", 2)
         assert polname == "durable_scope_isolation"
-        expected = "(scope_id = NULLIF(current_setting('durable_schedule.scope_id'::text, true), ''::text))"
+        expected = (
+            "(scope_id = NULLIF(current_setting('durable_schedule.scope_id'::text, true),"
+            " ''::text))"
+        )
         assert qual == expected and check == expected, name
         cur.execute("select has_table_privilege('durable_runtime', %s, 'INSERT')", (name,))
         assert cur.fetchone()[0], name
@@ -96,12 +99,24 @@ def test_models__every_model_field_matches_a_live_column():
             assert fields == live, (table, fields ^ live)
 
 
-def test_sql_files__each_is_used_by_exactly_one_migration():
+def test_sql_files__each_migration_file_is_used_by_exactly_one_migration():
     migrations = list((ROOT / "durable_schedule" / "migrations").glob("0*.py"))
     text = {m.name: m.read_text() for m in migrations}
-    for sql_file in sqlfiles.available():
-        users = [name for name, body in text.items() if re.search(rf'"{re.escape(sql_file)}"', body)]
+    schema_files = [f for f in sqlfiles.available() if re.match(r"\d{4}_", f)]
+    assert schema_files
+    for sql_file in schema_files:
+        pattern = rf'"{re.escape(sql_file)}"'
+        users = [name for name, body in text.items() if re.search(pattern, body)]
         assert len(users) == 1, (sql_file, users)
+
+
+def test_sql_files__query_files_are_never_run_by_a_migration():
+    migrations = "".join(
+        m.read_text() for m in (ROOT / "durable_schedule" / "migrations").glob("0*.py")
+    )
+    for sql_file in sqlfiles.available():
+        if not re.match(r"\d{4}_", sql_file):
+            assert sql_file not in migrations, sql_file
 
 
 @pytest.mark.django_db
@@ -149,7 +164,8 @@ def test_migrate__from_zero_on_an_empty_database():
         assert check.returncode == 0, check.stderr[-3000:]
         with psycopg.connect(url) as conn:
             row = conn.execute(
-                "select schema_version, compatibility_floor, runtime_epoch from durable_schedule_store"
+                "select schema_version, compatibility_floor, runtime_epoch"
+                " from durable_schedule_store"
             ).fetchone()
             assert row[0] >= 1 and row[1] >= 1 and row[2] == 1
     finally:

@@ -1,0 +1,148 @@
+"""The ``--loop`` ticker: ``run_once()`` plus a thin loop that logs and never dies of a hiccup
+(STYLE 6, River's maintenance services; spec 002).
+
+Honest latency posture (docs/operations.md): after a pass that did work the loop runs the next
+pass at once. After an idle pass it sleeps until the earliest due time it can see, capped by
+``MAX_IDLE_SECONDS`` (default 5 s), and a ``NOTIFY`` sent by the store when a dispatch row becomes
+due sooner (insert, requeue, retry) wakes it early — in practice within milliseconds. Without
+NOTIFY (e.g. a connection pooler that drops LISTEN), a newly due schedule is noticed at most
+``MAX_IDLE_SECONDS`` late.
+
+Stopping: SIGTERM/SIGINT set a flag. The pass in progress runs to the end of its current
+transaction (each schedule or Work item is its own transaction; the cancellation check happens
+before every new lease), then the loop exits 0. A lease held by a process that dies anyway
+expires after its duration (<= 10 minutes) and another runner takes the row over.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import psycopg
+from django.db import connections
+
+from durable_schedule import conf
+from durable_schedule.runner.retry import run_with_retry
+
+log = logging.getLogger("durable_schedule.runner")
+
+#: Seconds between partition maintenance runs of a schedule loop (DESIGN §3 partitions).
+PARTITION_INTERVAL_SECONDS = 24 * 3600
+#: Advisory lock key that makes one runner at a time do partition maintenance.
+PARTITION_LOCK_KEY = 0x44530001
+
+
+class StopFlag:
+    """Set by SIGTERM/SIGINT (or a test); checked before every new lease."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def set(self, *_args) -> None:
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    __call__ = is_set
+
+    def wait(self, seconds: float) -> bool:
+        return self._event.wait(seconds)
+
+    def install_signal_handlers(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self.set)
+
+
+@dataclass
+class LoopStats:
+    passes: int = 0
+    busy_passes: int = 0
+    totals: dict[str, int] = field(default_factory=dict)
+
+
+def _listen_connection(channel: str) -> psycopg.Connection | None:
+    """A separate autocommit connection that LISTENs; None when it cannot be opened."""
+    params = connections[conf.database_alias()].get_connection_params()
+    try:
+        conn = psycopg.connect(**params, autocommit=True)
+        conn.execute(f"LISTEN {channel}")
+        return conn
+    except psycopg.Error as exc:
+        log.warning("LISTEN %s unavailable, polling every %.1fs: %s", channel,
+                    conf.max_idle_seconds(), exc)
+        return None
+
+
+def run_loop(
+    *,
+    name: str,
+    run_once: Callable[[], dict[str, int]],
+    channel: str,
+    seconds_until_due: Callable[[], float | None],
+    stop: StopFlag,
+    maintenance: Callable[[], None] | None = None,
+    max_passes: int | None = None,
+) -> LoopStats:
+    """Run passes until ``stop`` is set. ``run_once`` returns counts; a pass "did work" when any
+    count other than ``noop`` is positive. Transient errors are retried by ``run_with_retry``;
+    any other error propagates (the command exits non-zero with the error chain)."""
+    stats = LoopStats()
+    listener = _listen_connection(channel)
+    last_maintenance = 0.0
+    try:
+        while not stop.is_set():
+            since = time.monotonic() - last_maintenance
+            if maintenance is not None and since > PARTITION_INTERVAL_SECONDS:
+                run_with_retry(f"{name}.maintenance", maintenance)
+                last_maintenance = time.monotonic()
+            counts = run_with_retry(f"{name}.pass", run_once)
+            stats.passes += 1
+            for key, value in counts.items():
+                stats.totals[key] = stats.totals.get(key, 0) + value
+            busy = any(v > 0 for k, v in counts.items() if k not in ("noop",))
+            log.info("%s pass %d: %s", name, stats.passes,
+                     " ".join(f"{k}={v}" for k, v in counts.items()),
+                     extra={"runner": name, "counts": counts})
+            if max_passes is not None and stats.passes >= max_passes:
+                break
+            if busy:
+                stats.busy_passes += 1
+                continue
+            _idle_wait(listener, stop, seconds_until_due)
+    finally:
+        if listener is not None:
+            listener.close()
+    return stats
+
+
+def _idle_wait(listener, stop: StopFlag, seconds_until_due: Callable[[], float | None]) -> None:
+    cap = conf.max_idle_seconds()
+    try:
+        until = run_with_retry("loop.next_due", seconds_until_due)
+    except Exception as exc:  # the pass itself will surface a persistent problem
+        log.warning("could not read the next due time: %s", exc)
+        until = None
+    wait = cap if until is None else max(0.0, min(cap, until))
+    if wait <= 0:
+        return
+    deadline = time.monotonic() + wait
+    while not stop.is_set():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return
+        slice_ = min(remaining, 0.25)  # short slices keep SIGTERM responsive
+        if listener is None:
+            stop.wait(slice_)
+            continue
+        try:
+            for _ in listener.notifies(timeout=slice_, stop_after=1):
+                return
+        except psycopg.Error as exc:
+            log.warning("LISTEN connection lost, polling: %s", exc)
+            stop.wait(slice_)

@@ -1,0 +1,122 @@
+"""Bounded retry of transient database errors (DESIGN §4.11, spec 002 "Transient-error retry").
+
+A phase that fails with a transient error (disconnect, admin shutdown, serialization failure,
+deadlock, lock or statement timeout) is rolled back and retried ``RETRIES`` times with the pinned
+``BACKOFF`` (250 ms -> 500 ms -> 1 s); then the runner gives up with ``RetriesExhausted`` whose
+context and cause chain name the phase and the schedule or Work identity. Permission, wrong-role
+and validation errors are never retried: retrying cannot fix them and would hide them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connections,
+)
+
+from durable_schedule.errors import DurableError, RetriesExhausted, TransientDatabaseError
+
+log = logging.getLogger("durable_schedule.runner")
+
+#: Retries after the first attempt (4 attempts in all). Pinned by a test.
+RETRIES = 3
+#: Sleep before retry 1, 2 and 3, in seconds. Pinned by a test.
+BACKOFF = (0.25, 0.5, 1.0)
+
+#: SQLSTATEs that a fresh attempt can succeed after.
+TRANSIENT_SQLSTATES = frozenset({
+    "40001",  # serialization_failure
+    "40P01",  # deadlock_detected
+    "55P03",  # lock_not_available (lock_timeout)
+    "57014",  # query_canceled (statement_timeout)
+    "57P01",  # admin_shutdown (pg_terminate_backend)
+    "57P02",  # crash_shutdown
+    "57P03",  # cannot_connect_now
+    "08000", "08003", "08006", "08001", "08004",  # connection exceptions
+})
+#: SQLSTATEs that must never be retried: privileges and role problems.
+NEVER_RETRIED_SQLSTATES = frozenset({"42501", "28000", "28P01", "42704"})
+
+T = TypeVar("T")
+
+
+def sqlstate_of(exc: BaseException) -> str | None:
+    """The SQLSTATE of a database error, looking through Django's wrapper to psycopg's."""
+    seen = 0
+    cur: BaseException | None = exc
+    while cur is not None and seen < 10:
+        state = getattr(cur, "sqlstate", None)
+        if state:
+            return state
+        cur = cur.__cause__ or cur.__context__
+        seen += 1
+    return None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True when rolling back and trying the same phase again may succeed."""
+    if isinstance(exc, TransientDatabaseError):
+        return True
+    if isinstance(exc, DurableError):
+        return False
+    state = sqlstate_of(exc)
+    if state in NEVER_RETRIED_SQLSTATES:
+        return False
+    if state in TRANSIENT_SQLSTATES:
+        return True
+    # A dropped connection often surfaces without a SQLSTATE (the server is gone).
+    return isinstance(exc, (OperationalError, InterfaceError)) and state is None
+
+
+def _reset_connections() -> None:
+    """Drop connections that are broken or mid-transaction so the retry starts clean."""
+    for conn in connections.all(initialized_only=True):
+        if conn.in_atomic_block:
+            continue  # never pull the rug from a caller's transaction
+        try:
+            if conn.connection is not None and not conn.is_usable():
+                conn.close()
+        except DatabaseError:
+            conn.close()
+    close_old_connections()
+
+
+def run_with_retry(
+    phase: str,
+    fn: Callable[[], T],
+    *,
+    identity: dict | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Run ``fn``; on a transient error roll back (the phase's own atomic block already did),
+    reconnect when needed and retry with the pinned backoff; then raise RetriesExhausted."""
+    identity = dict(identity or {})
+    for attempt in range(RETRIES + 1):
+        try:
+            return fn()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            if attempt == RETRIES:
+                raise RetriesExhausted(
+                    f"{phase} failed {RETRIES + 1} times with transient database errors; "
+                    f"last: {type(exc).__name__}: {exc}".strip(),
+                    phase=phase, sqlstate=sqlstate_of(exc), **identity,
+                ) from exc
+            delay = BACKOFF[attempt]
+            log.warning(
+                "transient database error in %s (attempt %d/%d), retrying in %.2fs: %s",
+                phase, attempt + 1, RETRIES + 1, delay, exc,
+                extra={"phase": phase, "sqlstate": sqlstate_of(exc), **identity},
+            )
+            _reset_connections()
+            sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,21 @@
+-- Read-only queries of store/inspection.py (system checks, durable_status). Not a migration file.
+
+-- name: store_exists -- is the store migrated at all?
+select to_regclass('durable_schedule_store') is not null
+
+-- name: store_row -- schema version, compatibility floor and runtime epoch.
+select schema_version, compatibility_floor, runtime_epoch from durable_schedule_store
+
+-- name: role_flags -- a role's superuser and bypassrls flags (no row: missing).
+select rolsuper, rolbypassrls from pg_roles where rolname = %s
+
+-- name: dispatcher_visible_columns -- dispatch columns the dispatcher may SELECT.
+select a.attname from pg_attribute a
+ where a.attrelid = 'durable_schedule_dispatch'::regclass and a.attnum > 0
+   and not a.attisdropped and has_column_privilege(%s, a.attrelid, a.attnum, 'SELECT')
+
+-- name: executable_functions -- this schema's product functions a role may EXECUTE.
+select p.oid::regprocedure::text
+  from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+ where n.nspname = current_schema() and has_function_privilege(%s, p.oid, 'EXECUTE')
+   and (p.proname like 'durable%%' or p.proname like '%%schedule%%' or p.proname like '%%work%%')
