@@ -23,7 +23,9 @@ def _database_from_url(url: str) -> dict:
         "PASSWORD": unquote(parts.password or ""),
         "HOST": parts.hostname or "127.0.0.1",
         "PORT": str(parts.port or 5432),
-        "TEST": {"NAME": os.environ.get("DURABLE_TEST_DB_NAME") or None},
+        # One test database per test process, so concurrent runs on one server (several
+        # developers, tox envs, a benchmark) never drop each other's database.
+        "TEST": {"NAME": os.environ.get("DURABLE_TEST_DB_NAME") or f"test_durable_{os.getpid()}"},
     }
 
 

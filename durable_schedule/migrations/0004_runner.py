@@ -1,0 +1,11 @@
+from django.db import migrations
+
+from durable_schedule.store.sqlfiles import read
+
+
+class Migration(migrations.Migration):
+    dependencies = [("durable_schedule", "0003_schedule_protocol")]
+
+    operations = [
+        migrations.RunSQL(read("0005_runner.sql"), reverse_sql=migrations.RunSQL.noop),
+    ]
