@@ -33,8 +33,6 @@ log = logging.getLogger("durable_schedule.runner")
 
 #: Seconds between partition maintenance runs of a schedule loop (DESIGN §3 partitions).
 PARTITION_INTERVAL_SECONDS = 24 * 3600
-#: Advisory lock key that makes one runner at a time do partition maintenance.
-PARTITION_LOCK_KEY = 0x44530001
 
 
 class StopFlag:

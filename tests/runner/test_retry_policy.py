@@ -14,6 +14,8 @@ from durable_schedule.errors import (
 )
 from durable_schedule.runner import retry
 
+pytestmark = pytest.mark.django_db  # the retry resets broken connections between attempts
+
 
 class _Inner(Exception):
     def __init__(self, state):

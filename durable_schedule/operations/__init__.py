@@ -1,0 +1,1 @@
+"""Operations: store health (``durable_status``), partition maintenance and recovery."""

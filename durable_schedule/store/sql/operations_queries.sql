@@ -1,0 +1,58 @@
+-- Read-only and maintenance queries of durable_schedule/operations (durable_status,
+-- durable_partitions, durable_recover). Not a migration file.
+
+-- name: routing_ids -- every scope that has a dispatch row (read by the owner: payload-free).
+select scope_routing_id from durable_schedule_dispatch
+union
+select scope_routing_id from durable_work_dispatch
+order by 1
+
+-- name: schedule_backlog -- due rows, the oldest lateness and expired leases of the schedule queue.
+select count(*) filter (where due_at <= durable_schedule_clock('clock') and lease_owner is null),
+       extract(epoch from durable_schedule_clock('clock')
+               - min(due_at) filter (where lease_owner is null)),
+       count(*) filter (where lease_owner is not null
+                          and lease_expires_at <= durable_schedule_clock('clock'))
+  from durable_schedule_dispatch
+
+-- name: work_backlog -- the same three figures for the Work queue.
+select count(*) filter (where due_at <= durable_schedule_clock('clock') and lease_owner is null),
+       extract(epoch from durable_schedule_clock('clock')
+               - min(due_at) filter (where lease_owner is null)),
+       count(*) filter (where lease_owner is not null
+                          and lease_expires_at <= durable_schedule_clock('clock'))
+  from durable_work_dispatch
+
+-- name: suspended_schedules -- suspended schedules of the current scope (RLS scoped).
+select schedule_id, suspension_reason, suspended_at, revision
+  from durable_schedule_definition where state = 'suspended' order by schedule_id
+
+-- name: work_states -- Work counts by state in the current scope (RLS scoped).
+select state, count(*) from durable_work group by state
+
+-- name: partitions -- the months that have a history partition.
+select c.relname from pg_inherits i join pg_class c on c.oid = i.inhrelid
+ where i.inhparent = 'durable_schedule_history'::regclass order by 1
+
+-- name: expected_partitions -- the partition names the current and next month need.
+select 'durable_schedule_history_' || to_char(m, 'YYYYMM')
+  from (select date_trunc('month', durable_schedule_clock('clock') at time zone 'UTC') as m
+        union all
+        select date_trunc('month', durable_schedule_clock('clock') at time zone 'UTC')
+               + interval '1 month') months
+
+-- name: ensure_partitions -- create the current and next month's history partitions.
+select ensure_schedule_history_partitions()
+
+-- name: try_partition_lock -- one runner at a time does partition maintenance.
+select pg_try_advisory_xact_lock(%s)
+
+-- name: bump_epoch -- a restore or a runtime handover: every schedule is fenced until released.
+update durable_schedule_store set runtime_epoch = runtime_epoch + 1, updated_at = now()
+ returning runtime_epoch
+
+-- name: current_epoch -- the store's runtime epoch.
+select runtime_epoch from durable_schedule_store
+
+-- name: seconds_until_due -- for the idle sleep of a --loop runner.
+select durable_schedule_seconds_until_due(%s)
