@@ -51,6 +51,7 @@ $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
 venv: $(TOX) $(VENV)/.installed-test
 
 test: $(TOX)
+	@scripts/install_browser.sh
 	@$(ENSURE_PG); \
 	echo "make test: DATABASE_URL=$$(sed -E 's#(://[^:/@]*):[^@/]*@#\1:***@#' <<<"$$DATABASE_URL")"; \
 	$(TOX) $(TOX_ARGS)
@@ -61,13 +62,11 @@ demo: $(VENV)/.installed-test
 lint: $(TOX)
 	$(TOX) -e lint $(TOX_ARGS)
 
-bench:
-	@if [ ! -f bench/__main__.py ]; then \
-		echo "make bench: bench/__main__.py does not exist yet (no benchmark to run)"; \
-		exit 1; \
-	fi
-	@$(MAKE) --no-print-directory $(VENV)/.installed-test
-	@$(ENSURE_PG); $(VPY) -m bench
+# The package with its test and bench extras (matplotlib, Procrastinate), then the benchmarks:
+# `make bench` (a few minutes), `make bench BENCH_ARGS=--quick` (under a minute).
+bench: | $(VENV)/bin/python
+	$(VPY) -m pip install --quiet -e '.[test,bench]'
+	@$(ENSURE_PG); $(VPY) -m bench $(BENCH_ARGS)
 
 pg-stop:
 	scripts/ensure_postgres.sh --stop

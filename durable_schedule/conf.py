@@ -19,6 +19,12 @@ DEFAULTS: dict[str, Any] = {
     "SAFETY_WINDOW": timedelta(hours=1),
     # Longest sleep of an idle --loop runner between database polls (NOTIFY wakes it sooner).
     "MAX_IDLE_SECONDS": 5.0,
+    # Which scopes a Django admin user may see (docs/admin.md "Scopes in the admin"): a callable
+    # ``user -> list of scope ids, or durable_schedule.admin.scoping.ALL``, or its dotted path.
+    # The default shows every scope to active superusers and no scope to other staff (fail
+    # closed, like row-level security); single-tenant projects may name
+    # "durable_schedule.admin.scoping.all_scopes_for_staff".
+    "ADMIN_SCOPES": "durable_schedule.admin.scoping.superusers_see_all",
 }
 
 
@@ -42,6 +48,16 @@ def max_idle_seconds() -> float:
     return float(_get("MAX_IDLE_SECONDS"))
 
 
+def admin_scopes():
+    """The ADMIN_SCOPES callable, imported when given as a dotted path."""
+    value = _get("ADMIN_SCOPES")
+    if isinstance(value, str):
+        from django.utils.module_loading import import_string
+
+        value = import_string(value)
+    return value
+
+
 def validate() -> None:
     """Raise ValueError naming the first invalid setting."""
     unknown = set(getattr(settings, "DURABLE_SCHEDULE", {})) - set(DEFAULTS)
@@ -56,3 +72,10 @@ def validate() -> None:
         raise ValueError("DURABLE_SCHEDULE['SAFETY_WINDOW'] must be a positive timedelta")
     if max_idle_seconds() <= 0:
         raise ValueError("DURABLE_SCHEDULE['MAX_IDLE_SECONDS'] must be positive")
+    try:
+        scopes = admin_scopes()
+    except ImportError as exc:
+        raise ValueError(f"DURABLE_SCHEDULE['ADMIN_SCOPES'] cannot be imported: {exc}") from None
+    if not callable(scopes):
+        raise ValueError("DURABLE_SCHEDULE['ADMIN_SCOPES'] must be a callable user -> scopes "
+                         "or its dotted path")

@@ -124,6 +124,22 @@ class ScheduleNotSuspended(ScheduleError):
     next_action = "Only a suspended schedule can be released."
 
 
+class ScheduleNeverFires(ScheduleError):
+    code = "DS117"
+    next_action = (
+        "The spec has no nominal instant after the command's acceptance time (PostgreSQL "
+        "transaction time): give an At instant in the future, or use After(delay)."
+    )
+
+
+class ScheduleLeaseLost(ScheduleError):
+    code = "DS118"
+    next_action = (
+        "Another dispatcher took this schedule's expired lease over; this pass wrote nothing "
+        "for it. Raise --lease-seconds if passes outlive their lease."
+    )
+
+
 # ---------------------------------------------------------------- DS2xx work
 class WorkError(DurableError):
     code = "DS200"
@@ -210,6 +226,14 @@ class ExecutorFailed(WorkError):
     code = "DS216"
     retriable = True
     next_action = "The executor raised; the retry policy decides the next attempt."
+
+
+class WorkStateConflict(WorkError):
+    code = "DS217"
+    next_action = (
+        "The Work's current state does not allow this command (see docs/work.md \"States\"): "
+        "re-read it with work.get() and act on what it shows."
+    )
 
 
 # ---------------------------------------------------------------- DS3xx security

@@ -247,6 +247,77 @@ $fn$;
 REVOKE ALL ON FUNCTION claim_work_dispatch(text, interval, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION claim_work_dispatch(text, interval, integer) TO durable_runtime;
 
+-- name: transaction forms -- enter and leave the runtime role and scope in one round trip each.
+-- SECURITY INVOKER: they run as the caller and switch the role with set_config('role', ...,
+-- true), exactly like SET LOCAL ROLE, so row-level security applies to every statement after the
+-- switch. They prove current_user is the runtime role before any scope state is set
+-- (DESIGN §4.7). Executable by the owner and the runtime role only.
+CREATE FUNCTION durable_schedule_enter_scope(p_scope text)
+RETURNS TABLE (previous_role text, previous_scope text)
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+BEGIN
+    previous_role := current_user;
+    previous_scope := coalesce(current_setting('durable_schedule.scope_id', true), '');
+    PERFORM set_config('role', 'durable_runtime', true);
+    IF current_user <> 'durable_runtime' THEN
+        RAISE EXCEPTION 'DS302: scoped work must run as durable_runtime, current_user is %',
+            current_user USING ERRCODE = '42501';
+    END IF;
+    PERFORM set_config('durable_schedule.scope_id', p_scope, true);
+    INSERT INTO durable_schedule_scope (scope_id) VALUES (p_scope) ON CONFLICT DO NOTHING;
+    RETURN NEXT;
+END
+$fn$;
+
+CREATE FUNCTION durable_schedule_leave_scope(p_expected text, p_role text, p_scope text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+BEGIN
+    -- A savepoint rolled back inside the block silently drops the scope or the role: refuse.
+    IF current_user <> 'durable_runtime'
+       OR coalesce(current_setting('durable_schedule.scope_id', true), '') <> p_expected THEN
+        RAISE EXCEPTION 'DS305: the scope or role changed inside a scoped block (expected %)',
+            p_expected USING ERRCODE = '42501';
+    END IF;
+    PERFORM set_config('durable_schedule.scope_id', p_scope, true);
+    PERFORM set_config('role', p_role, true);
+END
+$fn$;
+
+CREATE FUNCTION durable_schedule_enter_routed(p_routing_id bigint)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+DECLARE
+    found_scope text;
+BEGIN
+    PERFORM set_config('role', 'durable_runtime', true);
+    IF current_user <> 'durable_runtime' THEN
+        RAISE EXCEPTION 'DS302: routed work must run as durable_runtime, current_user is %',
+            current_user USING ERRCODE = '42501';
+    END IF;
+    -- The routing lookup policy admits exactly the scope row named by this setting.
+    PERFORM set_config('durable_schedule.routing_id', p_routing_id::text, true);
+    SELECT s.scope_id INTO found_scope FROM durable_schedule_scope s
+     WHERE s.routing_id = p_routing_id;
+    PERFORM set_config('durable_schedule.routing_id', '', true);
+    IF found_scope IS NOT NULL THEN
+        PERFORM set_config('durable_schedule.scope_id', found_scope, true);
+    END IF;
+    RETURN found_scope;
+END
+$fn$;
+REVOKE ALL ON FUNCTION durable_schedule_enter_scope(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION durable_schedule_enter_routed(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION durable_schedule_leave_scope(text, text, text) FROM PUBLIC;
+-- The runtime may enter a scope while already in one (a scoped call nested in a scoped block);
+-- this grants nothing it lacks: any role may set_config a custom setting. RLS protects against
+-- code that forgot its scope, not against code that runs as the runtime on purpose.
+GRANT EXECUTE ON FUNCTION durable_schedule_enter_scope(text),
+    durable_schedule_leave_scope(text, text, text) TO durable_runtime;
+
 -- name: history partitions -- a new partition starts without RLS or grants: this function
 -- forces RLS, creates the exact policy and grants on every child it creates (DESIGN §3).
 -- Rows for a month without a partition land in the default partition; creating that month's
@@ -334,7 +405,10 @@ BEGIN
                              'claim_work_dispatch(text, interval, integer)',
                              'ensure_schedule_history_partitions()',
                              'durable_schedule_secure_history_child(text)',
-                             'durable_schedule_refuse_change()'] LOOP
+                             'durable_schedule_refuse_change()',
+                             'durable_schedule_enter_scope(text)',
+                             'durable_schedule_enter_routed(bigint)',
+                             'durable_schedule_leave_scope(text, text, text)'] LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
     END LOOP;
 END

@@ -1,0 +1,253 @@
+"""``python -m bench`` (``make bench``): the benchmarks of issue 8, in one run.
+
+    python -m bench              # a few minutes: 3 interleaved rounds, 1k/100k/1M scale
+    python -m bench --quick      # under a minute: 1 round, smaller sets, no 1M case
+    python -m bench --only schedule,scale --rounds 1
+    python -m bench --only binding  # experiment: Django's psycopg server-side binding on/off
+
+Prints the table (Markdown), writes bench/results/latest.{json,md,png}. Scenarios that need a
+part of the runtime that does not exist yet are reported as "not measured", never faked.
+Every bench database is named ``ds_bench_*`` and dropped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import common, latency, peer, report, scale, schedules, seed, work
+
+SCENARIOS = ("schedule", "scale", "work", "peer", "latency")
+#: Experiments run only when named in --only.
+EXPERIMENTS = ("binding",)
+
+
+@dataclass
+class Config:
+    mode: str
+    rounds: int
+    schedules: int
+    sched_configs: tuple[tuple[int, int], ...]  # (processes, max_schedules)
+    schedule_seconds: float
+    scale_totals: tuple[int, ...]
+    work_items: int
+    workers: tuple[int, ...]
+    work_seconds: float
+    enqueue_n: int
+    latency_seconds: float
+    latency_loads: tuple[int, ...]
+    scale_impls: tuple[str, ...]
+
+
+FULL = Config("full", 3, 10_000, tuple((p, b) for b in (1, 100) for p in (1, 2, 4)), 4.0,
+              (1_000, 100_000, 1_000_000), 20_000, (1, 2, 4), 5.0, 1_000, 10.0, latency.LOADS,
+              ("ours", "raw"))
+QUICK = Config("quick", 1, 2_000, ((1, 1), (4, 100)), 1.0, (1_000, 100_000), 5_000, (1, 4),
+               1.5, 200, 3.0, (latency.LOADS[-1],), ("ours",))
+
+
+class Bench:
+    def __init__(self, cfg: Config, only: set[str]) -> None:
+        self.cfg = cfg
+        self.only = only
+        self.results: dict = {"schedule": [], "work": [], "enqueue": [], "scale": [],
+                              "binding": [], "errors": []}
+        self.caps: dict[str, bool] = {}
+
+    def guarded(self, what: str, fn, *args):
+        try:
+            return fn(*args)
+        except Exception as exc:  # noqa: BLE001 - one failed scenario must not hide the others
+            common.log(f"{what} failed:\n{traceback.format_exc()}")
+            self.results["errors"].append(f"{what}: {type(exc).__name__}: {exc}"[:300])
+            return None
+
+    def run(self) -> dict:
+        cfg = self.cfg
+        started = time.strftime("%Y-%m-%d %H:%M:%S")
+        t_start = time.monotonic()
+        common.log("migrating the bench template database (manage.py migrate)")
+        common.migrated_template()
+        self.caps = seed.build_prototypes()
+        common.log(f"runtime parts available: {self.caps}")
+        ours_sched = self.caps["process_due"] and self.caps["schedules_create"] \
+            and self.caps["define"]
+        ours_work = self.caps["work_pass"] and self.caps["define"]
+        if "schedule" in self.only:
+            self.schedule_scenario(ours_sched)
+        if "work" in self.only or "peer" in self.only:
+            self.work_scenario(ours_work and "work" in self.only, "peer" in self.only)
+        if "scale" in self.only:
+            self.scale_scenario(ours_sched)
+        if "binding" in self.only and ours_sched and ours_work:
+            self.binding_experiment()
+        if "latency" in self.only:
+            if ours_sched and ours_work:
+                self.results["latency"] = self.guarded(
+                    "latency", latency.measure_all, cfg.latency_seconds, cfg.latency_loads)
+            else:
+                self.results["errors"].append("latency: needs process_due and the Work pass")
+        self.results["meta"] = {
+            "started": started, "mode": cfg.mode, "rounds": cfg.rounds,
+            "schedules": cfg.schedules, "work_items": cfg.work_items,
+            "duration_s": round(time.monotonic() - t_start, 1), "capabilities": self.caps,
+            "python": sys.version.split()[0], "server": _server_version(),
+        }
+        return self.results
+
+    # -------------------------------------------------------------- scenarios
+    def schedule_scenario(self, with_ours: bool) -> None:
+        cfg = self.cfg
+        common.log(f"schedule: seeding {cfg.schedules:,} due Every schedules")
+        schedules.build_template(cfg.schedules)
+        if not with_ours:
+            self.results["errors"].append("schedule ours: process_due/schedules.create missing")
+        for rnd in range(cfg.rounds):
+            for procs, batch in cfg.sched_configs:
+                impls = ["ours", "raw"] if with_ours else ["raw"]
+                if batch > 1:
+                    impls.append("raw_batched")
+                if rnd % 2:
+                    impls.reverse()
+                for impl in impls:
+                    out = self.guarded(f"schedule {impl} p{procs} b{batch}",
+                                       schedules.run_config, impl, procs, batch,
+                                       cfg.schedule_seconds, cfg.schedules)
+                    if out:
+                        self.results["schedule"].append(
+                            {"impl": impl, "procs": procs, "batch": batch, "round": rnd,
+                             **out})
+                        common.log(f"schedule r{rnd} {impl:11} p{procs} b{batch:<3} "
+                                   f"{out['rate']:8.0f}/s ({out['count']} in "
+                                   f"{out['elapsed']:.1f}s, verified={out['verified']})")
+        common.drop_db(schedules.SEEDED_DB)
+
+    def work_scenario(self, with_ours: bool, with_peer: bool) -> None:
+        cfg = self.cfg
+        if with_ours:
+            common.log(f"work: seeding {cfg.work_items:,} no-op Work")
+            if self.guarded("work seed", work.build, cfg.work_items) is None:
+                with_ours = False
+        elif "work" in self.only:
+            self.results["errors"].append("work ours: process_work_pass/work.define missing")
+        if with_peer:
+            common.log(f"peer: Procrastinate schema + {cfg.work_items:,} deferred jobs")
+            if self.guarded("peer seed", peer.build, cfg.work_items) is None:
+                with_peer = False
+        for rnd in range(cfg.rounds):
+            for workers in cfg.workers:
+                runs = ([("ours", work.run_workers)] if with_ours else []) + \
+                       ([("procrastinate", peer.run_workers)] if with_peer else [])
+                if rnd % 2:
+                    runs.reverse()
+                for impl, fn in runs:
+                    out = self.guarded(f"work {impl} w{workers}", fn, workers,
+                                       cfg.work_seconds)
+                    if out:
+                        self.results["work"].append(
+                            {"impl": impl, "workers": workers, "round": rnd, **out})
+                        common.log(f"work r{rnd} {impl:13} w{workers} {out['rate']:8.0f}/s "
+                                   f"({out['count']} in {out['elapsed']:.1f}s)")
+            if with_ours:
+                out = self.guarded("enqueue ours", work.enqueue_rate, cfg.enqueue_n)
+                if out:
+                    self.results["enqueue"].append({"impl": "ours", "round": rnd, **out})
+            if with_peer:
+                out = self.guarded("defer procrastinate", peer.defer_rate, cfg.enqueue_n)
+                if out:
+                    self.results["enqueue"].append({"impl": "procrastinate", "round": rnd,
+                                                    **out})
+        for name in (work.LOADED, peer.TEMPLATE, peer.LOADED):
+            common.drop_db(name)
+
+    def binding_experiment(self) -> None:
+        """Ours with Django's default client-side binding against ``server_side_binding``
+        (psycopg then prepares a statement after 5 executions on a connection)."""
+        cfg = self.cfg
+        schedules.build_template(cfg.schedules)
+        work.build(cfg.work_items)
+        for rnd in range(cfg.rounds):
+            for mode in (("0", "1") if rnd % 2 == 0 else ("1", "0")):
+                os.environ["BENCH_SERVER_SIDE_BINDING"] = mode
+                try:
+                    name = "server_side_binding" if mode == "1" else "default"
+                    for what, fn, args in (
+                            ("schedule p1 b100", schedules.run_config,
+                             ("ours", 1, 100, cfg.schedule_seconds, cfg.schedules)),
+                            ("work w1", work.run_workers, (1, cfg.work_seconds))):
+                        out = self.guarded(f"binding {name} {what}", fn, *args)
+                        if out:
+                            self.results["binding"].append(
+                                {"impl": name, "what": what, "round": rnd, **out})
+                            common.log(f"binding r{rnd} {name:19} {what:16} "
+                                       f"{out['rate']:7.0f}/s")
+                finally:
+                    os.environ.pop("BENCH_SERVER_SIDE_BINDING", None)
+        common.drop_db(schedules.SEEDED_DB)
+        common.drop_db(work.LOADED)
+
+    def scale_scenario(self, with_ours: bool) -> None:
+        cfg = self.cfg
+        impls = [i for i in cfg.scale_impls if with_ours or i != "ours"] or ["raw"]
+        for total in cfg.scale_totals:
+            common.log(f"scale: loading {total:,} schedules (1,000 due)")
+            if self.guarded(f"scale build {total}", scale.build, total) is None:
+                continue
+            for rnd in range(cfg.rounds):
+                for impl in (impls if rnd % 2 == 0 else impls[::-1]):
+                    out = self.guarded(f"scale {impl} {total}", scale.measure, impl)
+                    if out:
+                        self.results["scale"].append(
+                            {"impl": impl, "total": total, "round": rnd, **out})
+                        common.log(f"scale r{rnd} {impl:4} {total:>9,}: claim "
+                                   f"{out['claim_ms']:.2f} ms, pass {out['pass_ms']:.1f} ms")
+            if total == max(cfg.scale_totals):
+                self.results["explain"] = self.guarded("explain", scale.explain)
+                self.results["explain_total"] = total
+            common.drop_db(scale.LOADED_DB)
+
+
+def _server_version() -> str:
+    with common.admin_connect() as conn:
+        return conn.execute("show server_version").fetchone()[0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="under a minute: smaller, 1 round")
+    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds")
+    parser.add_argument("--only", default=",".join(SCENARIOS),
+                        help=f"comma-separated subset of {','.join(SCENARIOS + EXPERIMENTS)}")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results",
+                        help="folder for latest.json / latest.md / latest.png")
+    args = parser.parse_args(argv)
+    cfg = QUICK if args.quick else FULL
+    if args.rounds is not None:
+        cfg.rounds = max(1, args.rounds)
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    unknown = only - set(SCENARIOS + EXPERIMENTS)
+    if unknown:
+        parser.error(f"unknown scenarios: {sorted(unknown)}")
+    bench = Bench(cfg, only)
+    try:
+        results = bench.run()
+    finally:
+        for name in common.list_bench_dbs():
+            common.drop_db(name)
+    paths = report.write(results, args.out)
+    s = report.summarize(results)
+    print(report.table(results, s))
+    for line in report.targets(s):
+        print(f"- {line}")
+    print(f"\nwritten: {', '.join(str(p) for p in paths.values())} "
+          f"({results['meta']['duration_s']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

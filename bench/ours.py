@@ -1,0 +1,128 @@
+"""The one place that knows the runtime's names (``process_due``, ``work.define``, the Work pass):
+scenarios call these helpers, so a renamed runtime function is fixed here once.
+
+Every helper imports lazily: it runs in a child process after ``common.setup_django``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def process_due_fn():
+    from durable_schedule.processor import process_due
+
+    return process_due
+
+
+def _count(result: Any, *names: str) -> int:
+    if isinstance(result, int):
+        return result
+    for name in names:
+        value = result.get(name) if isinstance(result, dict) else getattr(result, name, None)
+        if isinstance(value, int):
+            return value
+    raise TypeError(f"cannot read any of {names} from {result!r}")
+
+
+def materialized(result: Any) -> int:
+    """Occurrences with accepted Work produced by one ``process_due`` pass."""
+    return _count(result, "materialized", "occurrences", "processed")
+
+
+def claimed(result: Any) -> int:
+    """Schedules a pass claimed (0: nothing was due)."""
+    return _count(result, "claimed", "processed", "materialized")
+
+
+_NOOP = None
+
+
+def noop_definition():
+    """The no-op Work definition the benchmarks enqueue and execute (registered once)."""
+    global _NOOP
+    if _NOOP is None:
+        try:
+            from durable_schedule import work
+
+            define, safety = work.define, work.ProviderSafety.IDEMPOTENT
+        except (ImportError, AttributeError):  # the package facade may not exist yet
+            from durable_schedule.work.registry import define
+            from durable_schedule.work.safety import ProviderSafety
+
+            safety = ProviderSafety.IDEMPOTENT
+        definition = define("bench.noop", version="v1", safety=safety)
+
+        @definition.executor
+        def _noop(ctx, payload):
+            return None
+
+        _NOOP = definition
+    return _NOOP
+
+
+def enqueue_one(scope: str, i: int) -> None:
+    """One Work accepted in its own transaction (the caller's atomic block, as users do)."""
+    from django.db import transaction
+
+    with transaction.atomic():
+        noop_definition().enqueue(scope=scope, command=f"cmd-{i}", idempotency_key=f"key-{i}",
+                                  payload={})
+
+
+def work_pass_fn():
+    """``process_work_pass`` with the runtime's defaults (claim batch, heartbeat)."""
+    try:
+        from durable_schedule.work import process_work_pass
+    except ImportError:  # the package facade may not exist yet
+        from durable_schedule.work.runtime import process_work_pass
+    return process_work_pass
+
+
+def work_claimed(result: Any) -> int:
+    return _count(result, "claimed")
+
+
+def prototypes_child(barrier, url: str) -> dict:
+    """Child of ``seed.build_prototypes``: which runtime parts exist, and the prototypes made
+    through the public API with those that do (clock frozen by the caller)."""
+    from bench import seed
+    from bench.common import setup_django
+
+    setup_django(url)
+    caps = {}
+    for name, fn in (("process_due", process_due_fn), ("work_pass", work_pass_fn),
+                     ("define", noop_definition)):
+        try:
+            fn()
+            caps[name] = True
+        except Exception:  # noqa: BLE001 - any failure means "not available yet"
+            caps[name] = False
+    try:
+        from durable_schedule import schedules
+
+        caps["schedules_create"] = callable(schedules.create) and caps["define"]
+    except Exception:  # noqa: BLE001
+        caps["schedules_create"] = False
+    barrier.wait(60)
+    if caps["schedules_create"]:
+        target = noop_definition().target(payload={})
+        for schedule_id, interval in seed.PROTOTYPES:
+            schedules.create(scope=seed.SCOPE, schedule_id=schedule_id,
+                             spec=schedules.Every(interval), target=target)
+    if caps["define"]:
+        noop_definition().enqueue(scope=seed.SCOPE, command=seed.PROTO_WORK,
+                                  idempotency_key="proto", payload={})
+    return {"count": 0, "t0": 0.0, "t1": 0.0, "caps": caps}
+
+
+class StatementCounter:
+    """``connection.execute_wrapper`` that counts the statements the runtime sends (each one a
+    round trip; psycopg adds a BEGIN and a COMMIT round trip per transaction on top)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, execute, sql, params, many, context):
+        self.count += 1
+        return execute(sql, params, many, context)

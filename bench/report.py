@@ -1,0 +1,284 @@
+"""Summaries, the printed table (Markdown), the JSON file and the PNG chart.
+
+Every figure is summarized as min / median / max over rounds; every ratio is computed within a
+round (ours and the reference ran back to back on the same machine state) and then summarized,
+which cancels most of the run-to-run drift of a shared 2-core machine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from bench.common import summary
+
+TARGETS = {
+    "schedule_vs_raw": 0.5,   # materialization >= 50 % of the raw ceiling
+    "work_vs_peer": 1.0,      # Work throughput >= Procrastinate's
+    "scale_ratio": 1.5,       # per-pass cost 1M / 1k below 1.5
+}
+
+
+def _fmt(v: Any, digits: int = 0) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def _mmm(s: dict, digits: int = 0) -> str:
+    if not s or s.get("n", 0) == 0:
+        return "-"
+    return (f"{_fmt(s['median'], digits)} ({_fmt(s['min'], digits)}–{_fmt(s['max'], digits)})")
+
+
+def _ratios(rows: list[dict], key: tuple, num: str, den: str, field: str = "impl") -> dict:
+    """Per round ratio ``num / den`` of ``rate`` for rows sharing ``key`` fields."""
+    by: dict[tuple, dict[int, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    for r in rows:
+        by[tuple(r[k] for k in key)][r["round"]][r[field]] = r["rate"]
+    out = {}
+    for k, rounds in by.items():
+        vals = [v[num] / v[den] for v in rounds.values() if v.get(num) and v.get(den)]
+        out[k] = summary(vals)
+    return out
+
+
+def summarize(results: dict) -> dict:
+    s: dict[str, Any] = {}
+    sched = results.get("schedule", [])
+    groups: dict[tuple, list[float]] = defaultdict(list)
+    for r in sched:
+        groups[(r["impl"], r["procs"], r["batch"])].append(r["rate"])
+    s["schedule"] = {f"{i}|{p}|{b}": summary(v) for (i, p, b), v in sorted(groups.items())}
+    s["statements"] = {}
+    for r in sched + results.get("work", []):
+        if r.get("statements_per_item") is not None:
+            key = f"{'work' if 'workers' in r else 'schedule'}|{r['impl']}"
+            s["statements"].setdefault(key, []).append(r["statements_per_item"])
+    s["statements"] = {k: summary(v) for k, v in s["statements"].items()}
+    s["schedule_vs_raw"] = {f"{p}|{b}": v for (p, b), v in
+                            _ratios(sched, ("procs", "batch"), "ours", "raw").items()}
+    s["schedule_vs_raw_batched"] = {
+        f"{p}|{b}": v for (p, b), v in
+        _ratios(sched, ("procs", "batch"), "ours", "raw_batched").items() if v["n"]}
+
+    work = results.get("work", [])
+    wg: dict[tuple, list[float]] = defaultdict(list)
+    for r in work:
+        wg[(r["impl"], r["workers"])].append(r["rate"])
+    s["work"] = {f"{i}|{w}": summary(v) for (i, w), v in sorted(wg.items())}
+    s["work_vs_peer"] = {str(w[0]): v for w, v in
+                         _ratios(work, ("workers",), "ours", "procrastinate").items()}
+
+    binding = results.get("binding", [])
+    s["binding"] = {
+        what: _ratios([r for r in binding if r["what"] == what], ("what",),
+                      "server_side_binding", "default").get((what,), summary([]))
+        for what in sorted({r["what"] for r in binding})}
+    eq: dict[str, list[float]] = defaultdict(list)
+    for r in results.get("enqueue", []):
+        eq[r["impl"]].append(r["rate"])
+    s["enqueue"] = {k: summary(v) for k, v in eq.items()}
+
+    scale = results.get("scale", [])
+    sg: dict[tuple, list[dict]] = defaultdict(list)
+    for r in scale:
+        sg[(r["impl"], r["total"])].append(r)
+    s["scale"] = {f"{i}|{t}": {"claim_ms": summary([r["claim_ms"] for r in rs]),
+                               "pass_ms": summary([r["pass_ms"] for r in rs])}
+                  for (i, t), rs in sorted(sg.items())}
+    s["claim_plans"] = {}
+    for r in scale:
+        nodes = sorted({_scan_node(line) for line in r.get("claim_scans") or []})
+        s["claim_plans"].setdefault(str(r["total"]), nodes)
+    s["scale_ratio"] = {}
+    for impl in sorted({r["impl"] for r in scale}):
+        for metric in ("claim_ms", "pass_ms"):
+            per_round: dict[int, dict[int, float]] = defaultdict(dict)
+            for r in scale:
+                if r["impl"] == impl and r[metric] is not None:
+                    per_round[r["round"]][r["total"]] = r[metric]
+            vals = [v[max(v)] / v[min(v)] for v in per_round.values() if len(v) > 1]
+            s["scale_ratio"][f"{impl}|{metric}"] = summary(vals)
+    return s
+
+
+def _scan_node(line: str) -> str:
+    """'->  Index Scan using x on t q  (cost=...' -> 'Index Scan using x'."""
+    text = line.replace("->", "").strip().split("  (")[0]
+    return text.split(" on ")[0] if " using " in text else text
+
+
+def table(results: dict, s: dict) -> str:
+    meta = results.get("meta", {})
+    lines = [f"Run {meta.get('started', '?')} — mode {meta.get('mode', '?')}, "
+             f"{meta.get('rounds', '?')} round(s); median (min–max).", ""]
+    if s.get("schedule"):
+        lines += ["**Schedule materialization** (occurrences + Work per second, "
+                  f"{meta.get('schedules', '?')} due Every schedules)", "",
+                  "| processes | max_schedules | ours `process_due` | raw ceiling (same shape)"
+                  " | ours / raw | raw batched write | ours / raw batched |",
+                  "|---|---|---|---|---|---|---|"]
+        keys = sorted({(int(k.split("|")[1]), int(k.split("|")[2])) for k in s["schedule"]},
+                      key=lambda x: (x[1], x[0]))
+        for p, b in keys:
+            lines.append(
+                f"| {p} | {b} | {_mmm(s['schedule'].get(f'ours|{p}|{b}', {}))} "
+                f"| {_mmm(s['schedule'].get(f'raw|{p}|{b}', {}))} "
+                f"| {_mmm(s['schedule_vs_raw'].get(f'{p}|{b}', {}), 2)} "
+                f"| {_mmm(s['schedule'].get(f'raw_batched|{p}|{b}', {}))} "
+                f"| {_mmm(s['schedule_vs_raw_batched'].get(f'{p}|{b}', {}), 2)} |")
+        st = s.get("statements", {})
+        lines += ["", "Statements (round trips) per schedule, median over runs: ours "
+                  f"{_mmm(st.get('schedule|ours', {}), 1)}, "
+                  f"raw {_mmm(st.get('schedule|raw', {}), 2)}, "
+                  f"raw batched {_mmm(st.get('schedule|raw_batched', {}), 2)}; psycopg adds "
+                  "a BEGIN and a COMMIT round trip per transaction of ours.", ""]
+    if s.get("work"):
+        lines += [f"**Work throughput** (no-op, {meta.get('work_items', '?')} items; "
+                  "succeeded per second)", "",
+                  "| workers | ours `process_work_pass` | Procrastinate | ours / Procrastinate |",
+                  "|---|---|---|---|"]
+        for w in sorted({int(k.split("|")[1]) for k in s["work"]}):
+            lines.append(f"| {w} | {_mmm(s['work'].get(f'ours|{w}', {}))} "
+                         f"| {_mmm(s['work'].get(f'procrastinate|{w}', {}))} "
+                         f"| {_mmm(s['work_vs_peer'].get(str(w), {}), 2)} |")
+        st = s.get("statements", {}).get("work|ours")
+        if st:
+            lines += ["", f"Statements per Work item, ours: {_mmm(st, 1)} (plus BEGIN/COMMIT "
+                      "per transaction); Procrastinate: 2 (fetch, finish)."]
+        lines.append("")
+    if s.get("enqueue"):
+        lines += ["**Acceptance rate** (one item per transaction, 1 process, per second): "
+                  + ", ".join(f"{k} {_mmm(v)}" for k, v in sorted(s["enqueue"].items())), ""]
+    if s.get("scale"):
+        lines += ["**Scale** (1,000 due among N schedules; claim of 100 and pass of 100, ms)",
+                  "", "| total | claim (function) | pass, ours | pass, raw |", "|---|---|---|---|"]
+        totals = sorted({int(k.split("|")[1]) for k in s["scale"]})
+        for t in totals:
+            claim = s["scale"].get(f"raw|{t}") or s["scale"].get(f"ours|{t}")
+            lines.append(f"| {t:,} | {_mmm(claim['claim_ms'], 2)} "
+                         f"| {_mmm(s['scale'].get(f'ours|{t}', {}).get('pass_ms', {}), 1)} "
+                         f"| {_mmm(s['scale'].get(f'raw|{t}', {}).get('pass_ms', {}), 1)} |")
+        ratios = ", ".join(f"{k.replace('|', ' ')} {_mmm(v, 2)}"
+                           for k, v in s["scale_ratio"].items() if v["n"])
+        lines += ["", f"Largest / smallest: {ratios}", ""]
+        for total, nodes in sorted(s.get("claim_plans", {}).items(), key=lambda x: int(x[0])):
+            lines.append(f"- claim plan at {int(total):,}: {'; '.join(nodes) or '?'}")
+        lines.append("")
+    plan = results.get("explain") or []
+    if plan:
+        start = next((i for i, line in enumerate(plan) if line.startswith("Update on")), 0)
+        lines += [f"EXPLAIN (ANALYZE, BUFFERS) of the claim function's statement at "
+                  f"{results.get('explain_total', 0):,} schedules (auto_explain, nested):", "",
+                  "```", *plan[start:], "```", ""]
+    for lat in results.get("latency") or []:
+        lines += [f"**Latency** due instant → Work start ({lat['runner']}, {lat['schedules']} "
+                  f"Every({lat['interval_s']:g} s) schedules for {lat['seconds']:g} s, "
+                  f"{lat['work_started']} Work started): p50 {_fmt(lat['p50_ms'], 1)} ms, "
+                  f"p99 {_fmt(lat['p99_ms'], 1)} ms, max {_fmt(lat['max_ms'], 1)} ms", ""]
+    if s.get("binding"):
+        lines += ["**Experiment: server-side binding** (ours with Django's psycopg "
+                  "`server_side_binding`, as a ratio of the default client-side binding): "
+                  + ", ".join(f"{k} {_mmm(v, 2)}" for k, v in s["binding"].items()), ""]
+    if results.get("errors"):
+        lines += ["**Not measured**: " + "; ".join(results["errors"]), ""]
+    return "\n".join(lines)
+
+
+def targets(s: dict) -> list[str]:
+    out = []
+    sv = s.get("schedule_vs_raw", {})
+    if sv:
+        worst = min(v["median"] for v in sv.values() if v["n"])
+        best = max(v["median"] for v in sv.values() if v["n"])
+        ok = "met" if worst >= TARGETS["schedule_vs_raw"] else "NOT met"
+        out.append(f"schedule ours/raw >= 0.50: {ok} (medians {worst:.2f}–{best:.2f})")
+    wv = s.get("work_vs_peer", {})
+    if wv and any(v["n"] for v in wv.values()):
+        worst = min(v["median"] for v in wv.values() if v["n"])
+        ok = "met" if worst >= TARGETS["work_vs_peer"] else "NOT met"
+        out.append(f"Work ours/Procrastinate >= 1.0: {ok} (worst median {worst:.2f})")
+    for key, v in s.get("scale_ratio", {}).items():
+        if v["n"]:
+            ok = "met" if v["median"] < TARGETS["scale_ratio"] else "NOT met"
+            out.append(f"scale {key.replace('|', ' ')} largest/smallest < 1.5: {ok} "
+                       f"(median {v['median']:.2f})")
+    return out
+
+
+def write(results: dict, out_dir: Path) -> dict[str, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    s = summarize(results)
+    paths = {"json": out_dir / "latest.json", "md": out_dir / "latest.md",
+             "png": out_dir / "latest.png"}
+    paths["json"].write_text(json.dumps({"results": results, "summary": s}, indent=1,
+                                        default=str) + "\n", encoding="utf-8")
+    text = table(results, s) + "\n" + "\n".join(f"- {t}" for t in targets(s)) + "\n"
+    paths["md"].write_text(text, encoding="utf-8")
+    chart(results, s, paths["png"])
+    return paths
+
+
+def chart(results: dict, s: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
+    _bars(axes[0], s.get("schedule", {}), ["ours", "raw", "raw_batched"],
+          lambda k: f"{k[1]}p × {k[2]}", "Schedules materialized per s (processes × batch)")
+    axes[0].set_yscale("log")
+    _bars(axes[1], s.get("work", {}), ["ours", "procrastinate"],
+          lambda k: f"{k[1]} worker(s)", "No-op Work / jobs run per s")
+    ax = axes[2]
+    impls = sorted({k.split("|")[0] for k in s.get("scale", {})})
+    for impl in impls:
+        pts = sorted((int(k.split("|")[1]), v) for k, v in s["scale"].items()
+                     if k.startswith(impl + "|"))
+        xs = [t for t, _ in pts]
+        if any(v["pass_ms"]["median"] is not None for _, v in pts):
+            ax.plot(xs, [v["pass_ms"]["median"] for _, v in pts], marker="o",
+                    label=f"pass of 100, {impl}")
+        if impl == impls[0]:
+            ax.plot(xs, [v["claim_ms"]["median"] for _, v in pts], marker="s",
+                    linestyle="--", label="claim of 100 (function)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("schedules in the store (1,000 due)")
+    ax.set_ylabel("ms (median)")
+    ax.set_title("Pass cost vs idle schedules")
+    ax.legend(fontsize=8)
+    meta = results.get("meta", {})
+    fig.suptitle(f"durable_schedule bench — {meta.get('started', '')} ({meta.get('mode', '')}, "
+                 f"{meta.get('rounds', '')} rounds, median with min–max)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def _bars(ax, data: dict, impls: list[str], label, title: str) -> None:
+    keys = sorted({tuple(k.split("|")[1:]) for k in data}, key=lambda k: tuple(
+        int(x) for x in reversed(k)))
+    width = 0.8 / max(1, len(impls))
+    for j, impl in enumerate(impls):
+        meds, lo, hi, xs = [], [], [], []
+        for i, k in enumerate(keys):
+            st = data.get("|".join((impl, *k)))
+            if not st or not st["n"]:
+                continue
+            xs.append(i + (j - (len(impls) - 1) / 2) * width)
+            meds.append(st["median"])
+            lo.append(st["median"] - st["min"])
+            hi.append(st["max"] - st["median"])
+        if xs:
+            ax.bar(xs, meds, width, yerr=[lo, hi], capsize=2, label=impl)
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels([label(("", *k)) for k in keys], fontsize=8)
+    ax.set_title(title)
+    ax.legend(fontsize=8)

@@ -1,0 +1,101 @@
+"""Scenario 4: Work throughput with a no-op executor, and the enqueue rate.
+
+20,000 pending no-op Work items: one prototype accepted through the public ``enqueue`` and
+copied with INSERT ... SELECT generate_series (only the identity differs), plus the store
+history every scenario carries. Each run gets a fresh copy and 1/2/4 worker processes calling
+the bounded Work pass until nothing is due or the time cap is reached. Rate = Work items that
+reached ``succeeded`` per second of wall time (counted in the database, not by the workers).
+The enqueue rate is ``enqueue`` in its own ``transaction.atomic()`` per item, one process.
+"""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+
+from bench import common, seed
+
+LOADED = common.PREFIX + "work"
+RUN_DB = common.PREFIX + "work_run"
+
+
+def build(n_work: int) -> str:
+    """Copy the prototype database; ``n_work`` copies of the prototype Work, clock frozen one
+    second after the schedules' first instant (the Work is due since T0)."""
+    url = common.create_db(LOADED, template=seed.PROTO_DB)
+    q = common.queries("work.sql")
+    with psycopg.connect(url) as conn:
+        conn.execute("set session_replication_role = replica")
+        conn.execute(q["replicate_work"], {"command": seed.PROTO_WORK, "n": n_work})
+        conn.execute("set session_replication_role = origin")
+        conn.commit()
+        seed.drop_all_prototypes(conn)
+        seed.history(conn, 10_000)
+        common.set_clock(conn, seed.T_RUN)
+        conn.autocommit = True
+        conn.execute("vacuum analyze")
+    return LOADED
+
+
+def worker_child(barrier, url: str, owner: str, max_items: int, seconds: float) -> dict:
+    common.setup_django(url)
+    from django.db import connection
+
+    from bench import ours
+
+    ours.noop_definition()
+    work_pass = ours.work_pass_fn()
+    connection.ensure_connection()
+    statements = ours.StatementCounter()
+    barrier.wait(120)
+    t0 = time.monotonic()
+    deadline = t0 + seconds
+    passes = 0
+    with connection.execute_wrapper(statements):
+        while time.monotonic() < deadline:
+            result = work_pass(max_items=max_items, lease_owner=owner)
+            passes += 1
+            if ours.work_claimed(result) == 0:
+                break
+    return {"count": 0, "t0": t0, "t1": time.monotonic(), "passes": passes,
+            "statements": statements.count}
+
+
+def run_workers(workers: int, seconds: float, max_items: int = 100) -> dict:
+    url = common.create_db(RUN_DB, template=LOADED)
+    try:
+        args = [(url, f"bench-worker-{i}", max_items, seconds) for i in range(workers)]
+        results = common.run_processes(worker_child, args, timeout=seconds + 180)
+        out = common.combine(results)
+        statements = sum(r["statements"] for r in results)
+        with psycopg.connect(url) as conn:
+            started, succeeded = conn.execute(common.queries("work.sql")["started"]).fetchone()
+            if started and not succeeded:
+                error = conn.execute(common.queries("work.sql")["last_error"]).fetchone()
+                raise RuntimeError(f"{started} Work started, none succeeded; e.g. {error}")
+        out.update(count=succeeded, started=started, rate=succeeded / out["elapsed"],
+                   statements_per_item=statements / started if started else None)
+        return out
+    finally:
+        common.drop_db(RUN_DB)
+
+
+def enqueue_child(barrier, url: str, n: int) -> dict:
+    common.setup_django(url)
+    from bench import ours
+
+    ours.enqueue_one(seed.SCOPE, -1)
+    barrier.wait(60)
+    t0 = time.monotonic()
+    for i in range(n):
+        ours.enqueue_one(seed.SCOPE, i)
+    return {"count": n, "t0": t0, "t1": time.monotonic()}
+
+
+def enqueue_rate(n: int) -> dict:
+    url = common.create_db(RUN_DB, template=common.TEMPLATE_DB)
+    try:
+        return common.combine(common.run_processes(enqueue_child, [(url, n)], timeout=300))
+    finally:
+        common.drop_db(RUN_DB)

@@ -1,0 +1,333 @@
+"""Operator actions, through the public API only (STYLE 4, DESIGN §2 "admin").
+
+django-celery-beat's trap is an admin action that calls ``queryset.update()`` and so skips the
+invariants the rest of the code relies on. Here every operation is one call of the public API
+per row, exactly what an application would call:
+
+* schedules: ``schedules.suspend``, ``schedules.release_after_recovery``, ``schedules.delete``;
+* Work: ``work.record_proof`` (Applied / NotApplied) on suspended Work.
+
+Each operation is a confirmation page (a GET shows the rows and, for a proof, the permit it
+resolves; a CSRF-protected POST performs it) guarded by a dedicated permission, records the
+acting user (``actor=request.user.get_username()``), and reports every row as a message: done,
+or refused with the diagnostic code of the refusal. The change list actions only select rows
+and redirect to that page. Rows are read inside the page's scoped read transaction and the API
+calls run after it, each in the API's own ``scoped()`` transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+
+from durable_schedule.admin import scoping, timeline
+from durable_schedule.errors import DurableError
+
+#: The most rows one operation handles (the ids travel in the URL).
+MAX_ROWS = 100
+
+
+def refusal(exc: DurableError) -> str:
+    """A refusal as an operator reads it: code, message, what to do next."""
+    return f"{exc.code}: {exc.message}. {exc.next_action}"
+
+
+# ---------------------------------------------------------------- forms
+class SuspendForm(forms.Form):
+    reason = forms.CharField(
+        max_length=1000, strip=True, widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        help_text="Why you suspend: kept as the suspension evidence (the reason code is "
+        "'operator') and in the schedule's history. Resume later with schedules.update().",
+    )
+
+
+class DeleteForm(forms.Form):
+    confirm = forms.BooleanField(
+        label="I understand that deletion is terminal for these schedule identities",
+    )
+
+
+class ReleaseForm(forms.Form):
+    pass
+
+
+class ProofForm(forms.Form):
+    outcome = forms.ChoiceField(
+        choices=[("applied", "Applied: the effect happened"),
+                 ("not_applied", "NotApplied: the effect did not happen")],
+        widget=forms.RadioSelect,
+    )
+    result = forms.CharField(
+        required=False, strip=True, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text="Applied only: the Work's result as JSON, e.g. {\"invoice\": 42} (optional).",
+    )
+
+    def clean_result(self):
+        text = self.cleaned_data.get("result") or ""
+        if not text:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise forms.ValidationError(f"Enter valid JSON ({exc}).") from None
+
+    def clean(self):
+        data = super().clean()
+        if data.get("outcome") == "not_applied" and data.get("result") is not None:
+            raise forms.ValidationError("A NotApplied proof carries no result.")
+        return data
+
+
+# ---------------------------------------------------------------- plumbing
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    title: str
+    verb: str
+    permission: str
+    form: type[forms.Form]
+    #: Lifecycle states in which the detail page offers the operation.
+    offered_in: frozenset[str]
+    #: The detail page's button.
+    button: str = ""
+
+
+def _selected_ids(request) -> list[int]:
+    raw = request.POST.get("ids") if request.method == "POST" else request.GET.get("ids")
+    try:
+        ids = sorted({int(part) for part in (raw or "").split(",") if part})
+    except ValueError:
+        raise Http404("malformed row ids") from None
+    if not ids:
+        raise Http404("no rows selected")
+    return ids[:MAX_ROWS]
+
+
+def _redirect_to_operation(modeladmin, request, queryset, operation: str):
+    ids = list(queryset.values_list("pk", flat=True)[: MAX_ROWS + 1])
+    if len(ids) > MAX_ROWS:
+        modeladmin.message_user(
+            request, f"At most {MAX_ROWS} rows per operation: only the first {MAX_ROWS} are "
+            "shown.", messages.WARNING)
+    query = {"ids": ",".join(str(i) for i in ids[:MAX_ROWS])}
+    scope_id = scoping.named_scope(request)
+    if scope_id:
+        query[scoping.SCOPE_PARAM] = scope_id
+    return HttpResponseRedirect(f"{modeladmin.operation_url(operation)}?{urlencode(query)}")
+
+
+class _Operations:
+    """Operation pages for a ModelAdmin; subclasses declare ``operations`` and ``perform``."""
+
+    operations: dict[str, Operation] = {}
+    operation_template = "admin/durable_schedule/operation_confirm.html"
+
+    def get_urls(self):
+        name = f"{self.opts.app_label}_{self.opts.model_name}_operate"
+        own = [path("operate/<str:operation>/", self.admin_site.admin_view(self.operation_view),
+                    name=name)]
+        return own + super().get_urls()
+
+    def operation_url(self, operation: str) -> str:
+        return reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_operate",
+                       args=[operation])
+
+    def has_operation_permission(self, request, operation: Operation) -> bool:
+        """The operation's own permission, and the right to see the rows it acts on."""
+        return (request.user.has_perm(f"{self.opts.app_label}.{operation.permission}")
+                and self.has_view_permission(request))
+
+    def operations_for(self, request, obj) -> list[dict]:
+        """The operations the detail page offers for ``obj`` (permitted and applicable)."""
+        offered = []
+        for op in self.operations.values():
+            if obj.state in op.offered_in and self.has_operation_permission(request, op):
+                query = urlencode({"ids": obj.pk, scoping.SCOPE_PARAM: obj.scope_id,
+                                   "next": request.get_full_path()})
+                offered.append({"name": op.name, "title": op.button or op.title,
+                                "url": f"{self.operation_url(op.name)}?{query}"})
+        return offered
+
+    def operation_view(self, request, operation: str):
+        op = self.operations.get(operation)
+        if op is None:
+            raise Http404(f"unknown operation {operation!r}")
+        if not self.has_operation_permission(request, op):
+            raise PermissionDenied
+        ids = _selected_ids(request)
+        with scoping.read_scope(request):
+            rows = list(self.get_queryset(request).filter(pk__in=ids).order_by("pk"))
+            extra = self.operation_rows_context(request, op, rows)
+        form = op.form(request.POST if request.method == "POST" else None)
+        if request.method == "POST" and form.is_valid():
+            if len(rows) < len(ids):
+                self.message_user(request, f"{len(ids) - len(rows)} selected row(s) were not "
+                                  "found in your scopes and were left alone.", messages.WARNING)
+            for row in rows:
+                self.perform(request, op, row, form.cleaned_data)
+            return HttpResponseRedirect(self._after_operation_url(request))
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"{op.title}: confirm",
+            "opts": self.opts,
+            "operation": op,
+            "rows": rows,
+            "missing": len(ids) - len(rows),
+            "form": form,
+            "ids": ",".join(str(r.pk) for r in rows),
+            "scope_param": scoping.SCOPE_PARAM,
+            "scope": request.GET.get(scoping.SCOPE_PARAM, ""),
+            "next": request.GET.get("next") or request.POST.get("next", ""),
+            "cancel_url": self._after_operation_url(request),
+            **extra,
+        }
+        return TemplateResponse(request, self.operation_template, context)
+
+    def operation_rows_context(self, request, op: Operation, rows) -> dict:
+        return {}
+
+    def _after_operation_url(self, request) -> str:
+        target = request.POST.get("next") or request.GET.get("next")
+        if target and url_has_allowed_host_and_scheme(
+            target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        ):
+            return target
+        url = reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist")
+        scope_id = request.GET.get(scoping.SCOPE_PARAM)
+        return f"{url}?{urlencode({scoping.SCOPE_PARAM: scope_id})}" if scope_id else url
+
+    def _report(self, request, label: str, call) -> None:
+        """Run one API call for one row and report it; a refusal carries its diagnostic code."""
+        try:
+            outcome = call()
+        except DurableError as exc:
+            self.message_user(request, f"{label}: refused — {refusal(exc)}", messages.ERROR)
+        else:
+            self.message_user(request, f"{label}: {outcome or 'done.'}", messages.SUCCESS)
+
+
+# ---------------------------------------------------------------- schedules
+SCHEDULE_OPERATIONS = {
+    "suspend": Operation("suspend", "Suspend schedules", "suspend", "suspend_schedule",
+                         SuspendForm, frozenset({"active"}), "Suspend…"),
+    "release": Operation("release", "Release schedules after recovery", "release",
+                         "release_schedule", ReleaseForm, frozenset({"suspended"}),
+                         "Release after recovery…"),
+    "delete": Operation("delete", "Delete schedules", "delete", "delete_schedule", DeleteForm,
+                        frozenset({"active", "suspended", "completed"}), "Delete…"),
+}
+
+
+class ScheduleOperations(_Operations):
+    operations = SCHEDULE_OPERATIONS
+    actions = ("suspend_selected", "release_selected", "delete_selected_schedules")
+
+    def has_suspend_permission(self, request):
+        return self.has_operation_permission(request, self.operations["suspend"])
+
+    def has_release_permission(self, request):
+        return self.has_operation_permission(request, self.operations["release"])
+
+    def has_delete_schedule_permission(self, request):
+        return self.has_operation_permission(request, self.operations["delete"])
+
+    @admin.action(description="Suspend selected schedules…", permissions=["suspend"])
+    def suspend_selected(self, request, queryset):
+        return _redirect_to_operation(self, request, queryset, "suspend")
+
+    @admin.action(description="Release selected schedules after recovery…",
+                  permissions=["release"])
+    def release_selected(self, request, queryset):
+        return _redirect_to_operation(self, request, queryset, "release")
+
+    @admin.action(description="Delete selected schedules (terminal)…",
+                  permissions=["delete_schedule"])
+    def delete_selected_schedules(self, request, queryset):
+        return _redirect_to_operation(self, request, queryset, "delete")
+
+    def perform(self, request, op: Operation, row, data: dict) -> None:
+        from durable_schedule import schedules
+
+        actor = request.user.get_username()
+        label = f"{row.scope_id}/{row.schedule_id}"
+        # The revision the operator saw on the confirmation page: a schedule changed since then
+        # is refused (DS106 RevisionMismatch) instead of being changed unseen.
+        seen = request.POST.get(f"revision-{row.pk}", "")
+        expected = int(seen) if seen.isdigit() and int(seen) > 0 else row.revision
+        if op.name == "suspend":
+            def call():
+                info = schedules.suspend(row.scope_id, row.schedule_id, data["reason"],
+                                         actor=actor, expected_revision=expected)
+                # suspend() returns a schedule that is not active unchanged (no error).
+                if info.revision == expected:
+                    return f"unchanged, the schedule is {info.state}."
+                return f"suspended (revision {info.revision})."
+        elif op.name == "release":
+            def call():
+                info = schedules.release_after_recovery(row.scope_id, row.schedule_id,
+                                                        actor=actor, expected_revision=expected)
+                return f"released after recovery, now {info.state} (revision {info.revision})."
+        else:
+            def call():
+                info = schedules.delete(row.scope_id, row.schedule_id,
+                                        expected_revision=expected, actor=actor)
+                return f"deleted (revision {info.revision})."
+        self._report(request, label, call)
+
+
+# ---------------------------------------------------------------- Work
+WORK_OPERATIONS = {
+    "proof": Operation("proof", "Record proof for suspended Work", "record proof",
+                       "record_work_proof", ProofForm, frozenset({"suspended"}),
+                       "Record proof…"),
+}
+
+
+class WorkOperations(_Operations):
+    operations = WORK_OPERATIONS
+    actions = ("record_proof_selected",)
+    operation_template = "admin/durable_schedule/proof_confirm.html"
+
+    def has_record_work_proof_permission(self, request):
+        return self.has_operation_permission(request, self.operations["proof"])
+
+    @admin.action(description="Record Applied / NotApplied proof for selected Work…",
+                  permissions=["record_work_proof"])
+    def record_proof_selected(self, request, queryset):
+        return _redirect_to_operation(self, request, queryset, "proof")
+
+    def operation_rows_context(self, request, op, rows) -> dict:
+        # The permit each proof resolves: the most recent unresolved admitted one (spec 001).
+        permits = {row.pk: timeline.unresolved_permit(row) for row in rows}
+        return {"proof_rows": [(row, permits[row.pk]) for row in rows]}
+
+    def perform(self, request, op: Operation, row, data: dict) -> None:
+        from durable_schedule import work
+
+        actor = request.user.get_username()
+        label = f"{row.scope_id}/{row.work_id}"
+        outcome = data["outcome"]
+        # The permit the confirmation page named: if another one is the most recent unresolved
+        # permit by now, the API refuses (DS213) instead of resolving a permit nobody looked at.
+        seen = request.POST.get(f"permit-{row.pk}", "")
+        expected = int(seen) if seen.isdigit() and int(seen) > 0 else None
+
+        def call():
+            kwargs = {"result": data.get("result")} if outcome == "applied" else {}
+            proof = work.record_proof(row.scope_id, row.work_id, outcome, actor=actor,
+                                      expected_permit_no=expected, **kwargs)
+            text = (f"{outcome} recorded for permit #{proof.permit_no} (attempt "
+                    f"{proof.permit_attempt}); the Work is now {proof.state}")
+            if proof.unresolved_permits:
+                text += f", {proof.unresolved_permits} unresolved permit(s) remain"
+            return text + "."
+
+        self._report(request, label, call)

@@ -1,0 +1,116 @@
+"""The base of every durable_schedule ModelAdmin: read-only, scoped, rendered in scope.
+
+Every table of the store is a fact written by the runtime or the public API (DESIGN §2 "admin:
+must not write outside the public API"). So no admin page may add, change or delete a row:
+the three permissions are refused here for everyone, superusers included, and Django then shows
+change pages read-only. Operations (suspend, release, delete, proof) are separate views in
+:mod:`durable_schedule.admin.actions` that call the public API.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import admin
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html
+
+from durable_schedule.admin import scoping
+
+
+def _rendered(response):
+    """Render a lazy TemplateResponse now, while the scoped read transaction is still open."""
+    if isinstance(response, TemplateResponse) and not response.is_rendered:
+        response.render()
+    return response
+
+
+def admin_link(model, pk, label, scope_id: str | None = None):
+    """A link to a change page, carrying ``?scope=`` so it reads in that scope under RLS."""
+    url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[pk])
+    if scope_id:
+        url += f"?{scoping.SCOPE_PARAM}={scope_id}"
+    return format_html('<a href="{}">{}</a>', url, label)
+
+
+def _is_uuid(term: str) -> bool:
+    try:
+        uuid.UUID(term)
+    except ValueError:
+        return False
+    return True
+
+
+class ReadOnlyScopedAdmin(admin.ModelAdmin):
+    """Read-only and filtered to the user's scopes; reads run in the page's scope."""
+
+    #: The scope filter leads the change list filters; subclasses list their own after it.
+    scope_filter = scoping.ScopeFilter
+    #: How rows are restricted to visible scopes: through ``scope_id`` or a routing id.
+    routed = False
+    list_per_page = 50
+    show_full_result_count = False
+
+    # ------------------------------------------------------------ immutable facts
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        # Also what removes Django's bulk "delete selected" action: it requires this permission.
+        return False
+
+    #: A UUID column searched exactly when the search term is a UUID (``work_id``), else None.
+    uuid_search_field: str | None = None
+
+    def get_search_results(self, request, queryset, search_term):
+        # A text search on a UUID column would cast every row; a whole UUID is matched exactly
+        # instead, and partial terms go to the ordinary search fields.
+        term = search_term.strip()
+        if self.uuid_search_field and _is_uuid(term):
+            return queryset.filter(**{self.uuid_search_field: term}), False
+        return super().get_search_results(request, queryset, search_term)
+
+    # ------------------------------------------------------------ scope
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        if self.routed:
+            return scoping.restrict_routed(queryset, request)
+        return scoping.restrict(queryset, request)
+
+    def get_list_filter(self, request):
+        return (self.scope_filter, *super().get_list_filter(request))
+
+    def changelist_view(self, request, extra_context=None):
+        with scoping.read_scope(request) as scope_id:
+            context = {**(extra_context or {}), **self.scope_context(request, scope_id)}
+            return _rendered(super().changelist_view(request, context))
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        with scoping.read_scope(request) as scope_id:
+            context = {**(extra_context or {}), **self.scope_context(request, scope_id)}
+            context.update(self.detail_context(request, object_id, scope_id))
+            return _rendered(super().change_view(request, object_id, form_url, context))
+
+    def history_view(self, request, object_id, extra_context=None):
+        with scoping.read_scope(request):
+            return _rendered(super().history_view(request, object_id, extra_context))
+
+    def detail_context(self, request, object_id, scope_id) -> dict:
+        """Extra template context of the change page (the timeline); none by default."""
+        return {}
+
+    def scope_context(self, request, scope_id) -> dict:
+        seen = scoping.visibility(request)
+        binds = not scoping.owner_bypasses_rls()
+        return {
+            "durable_scope": scope_id,
+            "durable_scopes_all": seen.everything,
+            "durable_scopes": sorted(seen.scopes) if seen.scopes is not None else None,
+            # Under a binding RLS policy an unscoped page reads nothing: say why.
+            "durable_rls_binds": binds,
+            "durable_needs_scope": binds and scope_id is None,
+        }

@@ -1,0 +1,62 @@
+"""Change list filters over the store's text columns (the models declare no ``choices``: the
+allowed values live in the SQL CHECK constraints, DESIGN §3)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+#: The lookup value that selects rows whose column is NULL.
+NONE_VALUE = "__none__"
+
+
+class ChoicesFilter(admin.SimpleListFilter):
+    """A filter over a fixed list of values (a CHECK constraint's list)."""
+
+    field: str = ""
+    values: tuple[str, ...] = ()
+    none_label: str | None = None
+
+    def lookups(self, request, model_admin):
+        found = [(v, v) for v in self.values]
+        if self.none_label:
+            found.append((NONE_VALUE, self.none_label))
+        return found
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if not value:
+            return queryset
+        if value == NONE_VALUE and self.none_label:
+            return queryset.filter(**{f"{self.field}__isnull": True})
+        return queryset.filter(**{self.field: value})
+
+
+def choices_filter(title: str, field: str, values, none_label: str | None = None):
+    """A ChoicesFilter subclass for ``field`` (Django wants a class per filter)."""
+    return type(
+        f"{field.title().replace('_', '')}Filter",
+        (ChoicesFilter,),
+        {"title": title, "parameter_name": field, "field": field, "values": tuple(values),
+         "none_label": none_label},
+    )
+
+
+class DistinctValuesFilter(admin.SimpleListFilter):
+    """A filter offering the distinct non-null values found in the user's visible rows."""
+
+    field: str = ""
+    limit = 50
+
+    def lookups(self, request, model_admin):
+        values = (
+            model_admin.get_queryset(request)
+            .exclude(**{f"{self.field}__isnull": True})
+            .order_by(self.field)
+            .values_list(self.field, flat=True)
+            .distinct()[: self.limit]
+        )
+        return [(v, v) for v in values]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset.filter(**{self.field: value}) if value else queryset

@@ -1,0 +1,208 @@
+"""What a schedule's and a Work's detail page shows: their timelines (issue 6, item 4).
+
+Pure reads through the models, run inside the page's scoped read transaction
+(:func:`durable_schedule.admin.scoping.read_scope`). The next due instant is computed by the
+evaluator from the active generation and the cursor, exactly as the processor would
+(DESIGN §4.1-4.2); "now" for lateness is the database clock seam, never Python's clock
+(STYLE 3), so a test's controlled clock drives the page too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import DateTimeField
+from django.db.models.expressions import RawSQL
+
+from durable_schedule.errors import DurableError
+from durable_schedule.evaluation.timeline import next_instant_after, spec_from_json
+from durable_schedule.store.models import (
+    Occurrence,
+    ScheduleDefinition,
+    ScheduleDispatch,
+    ScheduleGeneration,
+    ScheduleHistory,
+    Scope,
+    Store,
+    Work,
+    WorkHistory,
+    WorkPermit,
+    WorkQuarantine,
+)
+from durable_schedule.store.transactions import connection
+
+#: How many occurrences and history events a detail page shows (newest first).
+RECENT = 25
+#: Lifecycle states in which a schedule has no next instant to evaluate.
+FINISHED = frozenset({"deleted", "completed"})
+#: The clock seam as a queryset annotation: the statement's transaction timestamp in production.
+DATABASE_NOW = RawSQL("durable_schedule_clock('transaction')", [], output_field=DateTimeField())
+
+
+def database_now(request=None) -> datetime:
+    """The database clock seam's "now", read once per request (display only)."""
+    cached = getattr(request, "_durable_admin_now", None) if request is not None else None
+    if cached is not None:
+        return cached
+    with connection().cursor() as cur:
+        cur.execute("select durable_schedule_clock('clock')")
+        now = cur.fetchone()[0]
+    if request is not None:
+        request._durable_admin_now = now
+    return now
+
+
+def next_due(state, kind, spec, evaluator_version, accepted_at, cursor) -> datetime | None:
+    """The first nominal instant after the cursor; None when finished or unevaluable."""
+    if state in FINISHED or kind is None or accepted_at is None:
+        return None
+    try:
+        return next_instant_after(spec_from_json(kind, spec, evaluator_version), accepted_at,
+                                  cursor)
+    except DurableError:
+        # A tampered or unknown spec: the runner quarantines it (DESIGN §4.11); the page shows
+        # the generation's raw spec instead of an instant.
+        return None
+
+
+def lateness(due: datetime | None, now: datetime) -> timedelta | None:
+    """How far ``now`` is past ``due``; None when nothing is due yet."""
+    if due is None or due > now:
+        return None
+    return now - due
+
+
+def format_duration(delta: timedelta | None) -> str:
+    """``1 d 3 h``, ``4 min 2 s``, ``350 ms``: two units at most, for a table cell."""
+    if delta is None:
+        return "—"
+    micros = delta // timedelta(microseconds=1)
+    if micros < 1_000_000:
+        return f"{micros // 1000} ms"
+    units = [("d", 86_400), ("h", 3600), ("min", 60), ("s", 1)]
+    seconds, parts = micros // 1_000_000, []
+    for name, size in units:
+        if seconds >= size:
+            parts.append(f"{seconds // size} {name}")
+            seconds %= size
+        if len(parts) == 2:
+            break
+    return " ".join(parts)
+
+
+def as_json(value) -> str:
+    """A stored JSON value as JSON text (templates would show Python's repr)."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _with_json(rows, **fields):
+    """Attach ``<name>`` = JSON text of ``row.<field>`` to each row, for the templates."""
+    for row in rows:
+        for name, field in fields.items():
+            setattr(row, name, as_json(getattr(row, field)))
+    return rows
+
+
+@dataclass(frozen=True)
+class OccurrenceRow:
+    occurrence: Occurrence
+    work: Work | None
+
+
+def schedule_timeline(schedule: ScheduleDefinition, request=None) -> dict:
+    """Generations, recent occurrences with their Work, history, cursor, next due, fences."""
+    scope_id, schedule_id = schedule.scope_id, schedule.schedule_id
+    generations = _with_json(
+        ScheduleGeneration.objects.filter(scope_id=scope_id, schedule_id=schedule_id)
+        .order_by("-generation"), spec_text="spec", target_text="target")
+    active = next((g for g in generations if g.generation == schedule.active_generation), None)
+    occurrences = list(
+        Occurrence.objects.filter(scope_id=scope_id, schedule_id=schedule_id)
+        .order_by("-first_nominal_utc", "-id")[:RECENT]
+    )
+    work_ids = [o.work_id for o in occurrences if o.work_id is not None]
+    works = {w.work_id: w for w in Work.objects.filter(scope_id=scope_id, work_id__in=work_ids)}
+    scope = Scope.objects.filter(scope_id=scope_id).first()
+    dispatch = None
+    if scope is not None:
+        dispatch = ScheduleDispatch.objects.filter(
+            scope_routing_id=scope.routing_id, schedule_id=schedule_id
+        ).first()
+    store = Store.objects.filter(id=1).first()
+    now = database_now(request)
+    due = next_due(
+        schedule.state,
+        active.kind if active else None,
+        active.spec if active else None,
+        active.evaluator_version if active else None,
+        active.accepted_at_utc if active else None,
+        schedule.cursor_utc,
+    )
+    return {
+        "now": now,
+        "cursor": schedule.cursor_utc,
+        "next_due": due,
+        "lateness": format_duration(lateness(due, now)),
+        "unevaluable": active is not None and due is None and schedule.state not in FINISHED
+        and _unevaluable(active),
+        "active": active,
+        "generations": generations,
+        "occurrences": [OccurrenceRow(o, works.get(o.work_id)) for o in occurrences],
+        "history": _with_json(
+            ScheduleHistory.objects.filter(scope_id=scope_id, schedule_id=schedule_id)
+            .order_by("-recorded_at", "-id")[:RECENT], detail_text="detail"),
+        "evidence": as_json(schedule.suspension_evidence)
+        if schedule.suspension_evidence is not None else None,
+        "dispatch": dispatch,
+        "store_epoch": store.runtime_epoch if store else None,
+        "scope_generation": scope.generation if scope else None,
+        "epoch_fenced": store is not None and schedule.runtime_epoch != store.runtime_epoch,
+        "scope_fenced": scope is not None and schedule.scope_generation != scope.generation,
+    }
+
+
+def _unevaluable(generation: ScheduleGeneration) -> bool:
+    try:
+        spec_from_json(generation.kind, generation.spec, generation.evaluator_version)
+    except DurableError:
+        return True
+    return False
+
+
+def unresolved_permit(work: Work) -> WorkPermit | None:
+    """The permit a proof resolves: the most recent unresolved admitted one (spec 001)."""
+    return (
+        WorkPermit.objects.filter(scope_id=work.scope_id, work_id=work.work_id, outcome=None)
+        .order_by("-permit_no")
+        .first()
+    )
+
+
+def work_timeline(work: Work, request=None) -> dict:
+    """Permits, quarantined evidence, history and the occurrence that produced the Work."""
+    scope_id = work.scope_id
+    source = None
+    if work.source_occurrence_id is not None:
+        source = Occurrence.objects.filter(scope_id=scope_id, id=work.source_occurrence_id).first()
+    schedule = None
+    if source is not None:
+        schedule = ScheduleDefinition.objects.filter(
+            scope_id=scope_id, schedule_id=source.schedule_id
+        ).first()
+    return {
+        "now": database_now(request),
+        "permits": list(
+            WorkPermit.objects.filter(scope_id=scope_id, work_id=work.work_id).order_by("permit_no")
+        ),
+        "unresolved_permit": unresolved_permit(work),
+        "quarantine": _with_json(
+            WorkQuarantine.objects.filter(scope_id=scope_id, work_id=work.work_id)
+            .order_by("-recorded_at", "-id"), result_text="result"),
+        "history": _with_json(
+            WorkHistory.objects.filter(scope_id=scope_id, work_id=work.work_id)
+            .order_by("-recorded_at", "-id")[:RECENT], detail_text="detail"),
+        "source_occurrence": source,
+        "source_schedule": schedule,
+    }

@@ -1,0 +1,56 @@
+"""``manage.py process_work``: one bounded pass of the Work runtime (DESIGN §1, issue 3 item 7).
+
+Claims at most ``--max-items`` due Work dispatch rows, ``--batch`` per claim statement, under a
+claim lease of ``--lease-seconds``; runs executors with the deadline-bounded cancellation signal
+and a watchdog thread that renews each attempt's lease at its policy's renewal cadence. Before
+the pass it imports the ``work`` module of every installed app, so definitions in
+``<app>/work.py`` are registered. Prints the pass's counts (``-v 0`` prints nothing); exits 0, or
+non-zero with the diagnostic code when the pass fails. ``--loop`` is a later issue: it will call
+the same :func:`durable_schedule.work.process_work_pass`.
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from durable_schedule import work
+from durable_schedule.errors import DurableError
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+class Command(BaseCommand):
+    help = "Execute due Work: one bounded pass (claim, admit, invoke, record the outcome)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--max-items", type=_positive, default=100,
+                            help="claimed Work rows per pass at most (default 100)")
+        parser.add_argument("--batch", type=_positive, default=10,
+                            help="rows claimed per claim statement (default 10)")
+        parser.add_argument("--lease-owner", default=None,
+                            help="lease owner name (default host:pid)")
+        parser.add_argument("--lease-seconds", type=_positive, default=None,
+                            help="claim lease, 1-600 s (default DURABLE_SCHEDULE['LEASE_SECONDS']);"
+                                 " an admitted attempt holds its policy's lease")
+        parser.add_argument("--no-heartbeat", action="store_true",
+                            help="do not renew leases in a background thread while executors run")
+
+    def handle(self, *args, **options) -> None:
+        work.autodiscover()
+        try:
+            counts = work.process_work_pass(
+                max_items=options["max_items"],
+                batch=options["batch"],
+                lease_owner=options["lease_owner"],
+                lease_seconds=options["lease_seconds"],
+                heartbeat=not options["no_heartbeat"],
+            )
+        except DurableError as exc:
+            raise CommandError(f"process_work failed: {exc}") from exc
+        if options["verbosity"] >= 1:
+            self.stdout.write(str(counts))

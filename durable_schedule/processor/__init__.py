@@ -1,0 +1,11 @@
+"""The schedule processor (DESIGN §2 "dispatcher" and "processor"; spec 000).
+
+``process_due()`` is one bounded pass: trusted dispatcher claims (``dispatcher``), then one
+scoped runtime transaction per claimed schedule (``step``) that bridges due occurrences to Work
+(``bridge``). ``manage.py process_schedules`` runs it from cron, a systemd timer or a k8s CronJob.
+"""
+
+from durable_schedule.processor.processor import PassCounts, process_due
+from durable_schedule.processor.step import ScheduleOutcome
+
+__all__ = ["PassCounts", "ScheduleOutcome", "process_due"]

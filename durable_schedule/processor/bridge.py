@@ -1,0 +1,157 @@
+"""The Work bridge: turns one occurrence into one accepted Work, exactly once (spec 000
+"Transactions, security, and target bridge"; DESIGN §4.1 and §4.7).
+
+The Work identity is derived from the immutable occurrence identity
+``(scope_id, schedule_id, generation, kind, first_nominal_utc)`` and nothing else:
+
+* work id: ``uuid5(WORK_ID_NAMESPACE, json([scope_id, schedule_id, generation, kind, first]))``
+  (unique per scope, like every key: DESIGN §3);
+* command: ``schedule:{schedule_id}:{generation}:{kind}:{first_nominal_iso}``; the suffix has a
+  fixed shape, so the text is unambiguous even when ``schedule_id`` contains colons. A
+  ``schedule_id`` too long for the 200-character command is replaced by ``~`` and the first 40
+  hex digits of its SHA-256 (the Work id stays exact either way);
+* idempotency key: ``occurrence:{work id}``.
+
+A target with a relative deadline (``definition.target(..., deadline_after=...)``) gets its
+absolute deadline from the instant the pass materializes the occurrence (the pass's cutoff,
+PostgreSQL's clock): a coalesced occurrence that runs late still gets its full allowance.
+
+A retry after a rollback therefore presents the same request to the Work runtime, which resolves
+a duplicate to the Work already accepted; the occurrence link is compare-or-return: an unlinked
+occurrence gets the accepted identity and state ``materialized``; a linked one returns its stored
+tuple only when it equals the derived one, else ``OccurrenceLinkConflict`` (DS113).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from durable_schedule.barriers import SCHEDULE_WORK_AFTER_ACCEPTANCE, barrier
+from durable_schedule.errors import OccurrenceLinkConflict, ScopeLost, WrongRole
+from durable_schedule.schedules.records import run
+from durable_schedule.store.inspection import RUNTIME_ROLE
+from durable_schedule.store.transactions import SCOPE_SETTING
+from durable_schedule.work.enqueue import accept_in_scope
+from durable_schedule.work.target import WorkTarget
+
+#: Namespace of the deterministic Work ids of scheduled occurrences. Never change it: a retry
+#: across a release must derive the same id.
+WORK_ID_NAMESPACE = uuid.UUID("6f1d3c52-7f55-5a8e-9a43-5d2b1c0e8d11")
+MAX_COMMAND = 200
+
+
+@dataclass(frozen=True)
+class OccurrenceIdentity:
+    """The stable identity of an occurrence across processor retries (spec 000)."""
+
+    scope_id: str
+    schedule_id: str
+    generation: int
+    kind: str
+    first_nominal_utc: datetime
+    #: The row id when this transaction has just inserted the occurrence (pending, unlinked):
+    #: the bridge then needs no read-back. Not part of the identity.
+    fresh_id: int | None = field(default=None, compare=False)
+
+    @property
+    def first_iso(self) -> str:
+        return self.first_nominal_utc.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+@dataclass(frozen=True)
+class WorkLink:
+    """The target link stored on an occurrence: (work id, command, idempotency key)."""
+
+    work_id: uuid.UUID
+    command: str
+    idempotency_key: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"work_id": str(self.work_id), "command": self.command,
+                "idempotency_key": self.idempotency_key}
+
+
+def derive_link(identity: OccurrenceIdentity) -> WorkLink:
+    """The Work identity of an occurrence: a pure function of its identity."""
+    material = json.dumps([identity.scope_id, identity.schedule_id, identity.generation,
+                           identity.kind, identity.first_iso],
+                          ensure_ascii=False, separators=(",", ":"))
+    work_id = uuid.uuid5(WORK_ID_NAMESPACE, material)
+    suffix = f":{identity.generation}:{identity.kind}:{identity.first_iso}"
+    name = identity.schedule_id
+    if len("schedule:") + len(name) + len(suffix) > MAX_COMMAND:
+        name = "~" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:40]
+    return WorkLink(work_id, f"schedule:{name}{suffix}", f"occurrence:{work_id}")
+
+
+def assert_runtime(cur, scope_id: str) -> None:
+    """Prove the bridge runs as the runtime role in the expected scope (DESIGN §4.7)."""
+    cur.execute("select current_user, current_setting(%s, true)", [SCOPE_SETTING])
+    user, scope = cur.fetchone()
+    if user != RUNTIME_ROLE:
+        raise WrongRole(f"the Work bridge must run as {RUNTIME_ROLE}, current_user is {user}")
+    if scope != scope_id:
+        raise ScopeLost("the Work bridge runs outside the occurrence's scope", scope=scope_id)
+
+
+def _as_uuid(value: Any) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+
+
+def _conflict(identity: OccurrenceIdentity, derived: WorkLink, stored: dict[str, Any],
+              why: str) -> OccurrenceLinkConflict:
+    return OccurrenceLinkConflict(
+        f"occurrence link conflict: {why}", scope_id=identity.scope_id,
+        schedule_id=identity.schedule_id, generation=identity.generation, kind=identity.kind,
+        first_nominal_utc=identity.first_iso, derived=derived.as_dict(), stored=stored)
+
+
+@dataclass(frozen=True)
+class Bridged:
+    link: WorkLink
+    created: bool  # False: the stored link (or an already accepted Work) was returned
+
+
+def bridge(cur, identity: OccurrenceIdentity, target_json: Any, now: datetime) -> Bridged:
+    """Accept the occurrence's Work in this transaction and link it, compare-or-return."""
+    assert_runtime(cur, identity.scope_id)
+    derived = derive_link(identity)
+    if identity.fresh_id is not None:
+        row = (identity.fresh_id, "pending", None, None, None, None)
+    else:
+        row = run(cur, "lock_occurrence", {
+            "scope_id": identity.scope_id, "schedule_id": identity.schedule_id,
+            "generation": identity.generation, "kind": identity.kind,
+            "first": identity.first_nominal_utc}).fetchone()
+    if row is None:
+        raise _conflict(identity, derived, {}, "the occurrence row is missing")
+    occurrence_id, state, _last, work_id, command, key = row
+    if work_id is not None:
+        stored = WorkLink(_as_uuid(work_id), command, key)
+        if stored != derived or state != "materialized":
+            raise _conflict(identity, derived, {**stored.as_dict(), "state": state},
+                            "the stored link differs from the derived Work identity")
+        return Bridged(stored, created=False)
+    if state != "pending":
+        raise _conflict(identity, derived, {"state": state}, "the occurrence is not pending")
+    request = WorkTarget.from_json(target_json).to_request(
+        command_id=derived.command, idempotency_key=derived.idempotency_key,
+        work_id=derived.work_id, accepted_base=now)
+    accepted = accept_in_scope(cur, identity.scope_id, request,
+                               source_occurrence_id=occurrence_id)
+    barrier(SCHEDULE_WORK_AFTER_ACCEPTANCE)
+    got = WorkLink(_as_uuid(accepted.work_id), accepted.command_id, accepted.idempotency_key)
+    if got != derived:
+        raise _conflict(identity, derived, got.as_dict(),
+                        "the Work runtime returned a different Work identity")
+    run(cur, "write_link", {
+        "scope_id": identity.scope_id, "id": occurrence_id, "work_id": derived.work_id,
+        "command": derived.command, "idempotency_key": derived.idempotency_key, "now": now})
+    if cur.rowcount != 1:
+        raise _conflict(identity, derived, {}, "the occurrence was linked concurrently")
+    return Bridged(derived, created=bool(accepted.created))

@@ -1,0 +1,62 @@
+"""The trusted dispatcher claim: transaction form 1 of spec 000.
+
+One outermost transaction as ``durable_dispatcher`` calls ``claim_schedule_dispatch`` and
+commits before anything reads scoped data. The dispatcher learns only routing columns (scope
+routing id, schedule id, dispatch revision): no payload, target, policy, due time or cursor.
+The lease owner and duration are checked here first (DS404) so a bad call never reaches the
+database; the function checks them again before it changes a row.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import DataError
+
+from durable_schedule.errors import InvalidLease
+from durable_schedule.schedules.records import run
+from durable_schedule.store.transactions import dispatcher_transaction
+
+#: The claim function's bounds (0002_security.sql).
+MAX_LEASE = timedelta(minutes=10)
+MAX_ROWS = 1000
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claimed dispatch row: all the dispatcher may know about it."""
+
+    routing_id: int
+    schedule_id: str
+    dispatch_revision: int
+
+
+def validate_lease(lease_owner: object, lease_duration: object) -> tuple[str, timedelta]:
+    """Owner: 1-200 characters, not blank, no control characters; lease: > 0 and <= 10 min."""
+    if (not isinstance(lease_owner, str) or not lease_owner.strip()
+            or _CONTROL.search(lease_owner) or len(lease_owner) > 200):
+        raise InvalidLease("lease owner must be 1-200 characters of non-blank text without "
+                           "control characters", lease_owner=repr(lease_owner)[:80])
+    if not isinstance(lease_duration, timedelta) or not timedelta(0) < lease_duration <= MAX_LEASE:
+        raise InvalidLease("lease duration must be a timedelta > 0 and <= 10 minutes",
+                           lease_duration=repr(lease_duration)[:80])
+    return lease_owner, lease_duration
+
+
+def claim(lease_owner: str, lease_duration: timedelta, max_rows: int, *,
+          using: str | None = None) -> list[Claim]:
+    """Claim up to ``max_rows`` due dispatch rows under one lease each, and commit."""
+    lease_owner, lease_duration = validate_lease(lease_owner, lease_duration)
+    if type(max_rows) is not int or not 1 <= max_rows <= MAX_ROWS:
+        raise InvalidLease(f"max_rows must be between 1 and {MAX_ROWS}", max_rows=max_rows)
+    try:
+        with dispatcher_transaction(using=using) as cur:
+            rows = run(cur, "claim", {"lease_owner": lease_owner,
+                                      "lease_duration": lease_duration,
+                                      "max_rows": max_rows}).fetchall()
+    except DataError as exc:  # the function's own DS404 refusal (SQLSTATE 22023)
+        raise InvalidLease(str(exc).splitlines()[0], lease_owner=lease_owner) from exc
+    return [Claim(int(r[0]), r[1], int(r[2])) for r in rows]

@@ -1,0 +1,337 @@
+"""One claimed schedule, one scoped runtime transaction (spec 000 transaction form 2; DESIGN §4
+items 1, 3, 4, 6, 7 and 10).
+
+In order, in one transaction as ``durable_runtime`` with the claimed row's scope set locally:
+
+1. lock the fence rows ``FOR SHARE`` (store epoch, scope generation) and the definition
+   ``FOR UPDATE``; lock the dispatch row and check it still carries this claim (lease owner and
+   dispatch revision as claimed). Otherwise an API change or a lease takeover superseded the
+   claim: nothing is written.
+2. fences: persisted runtime epoch vs store epoch, persisted scope generation vs the locked
+   scope generation. A mismatch suspends (``runtime_epoch_mismatch`` first, it is the
+   releasable one; else ``scope_generation_mismatch``) before the cursor moves or Work exists.
+3. cutoff from ``durable_schedule_clock('clock')``; the slot (``FOR SHARE`` on the Work of the
+   latest linked occurrence) and the pending coalesced occurrence; ``decide()``.
+4. the disposition and the cursor move; the Work bridge for a nominal or recovery occurrence, or
+   for the pending coalesced occurrence once the slot is free (whatever ``decide()`` returned);
+   completion of a spec without further instants; one history row; the dispatch row's next due
+   time with the lease cleared and the revision bumped (a guarded write naming the lease).
+
+Lock order, which keeps this deadlock-free against the API (definition, then dispatch) and the
+terminal-Work trigger (Work row, then an *unleased* dispatch row): fences, definition, dispatch,
+Work, occurrences. The trigger's dispatch update never waits for us: its ``WHERE`` requires
+``lease_owner IS NULL`` and the committed row carries our lease.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from durable_schedule.barriers import (
+    SCHEDULE_BRIDGE_BEFORE_COMMIT,
+    SCHEDULE_DECISION_AFTER_COMMIT,
+    SCHEDULE_DECISION_BEFORE_COMMIT,
+    SCHEDULE_LINK_AFTER_COMMIT,
+    barrier,
+)
+from durable_schedule.errors import (
+    DurableError,
+    ScheduleLeaseLost,
+    ScheduleNotFound,
+    SchemaBelowFloor,
+    UnevaluableGeneration,
+)
+from durable_schedule.evaluation.decision import Decision, SlotState, decide
+from durable_schedule.processor.bridge import OccurrenceIdentity, bridge
+from durable_schedule.processor.dispatcher import Claim
+from durable_schedule.schedules import records
+from durable_schedule.schedules.records import TERMINAL_WORK_STATES, Definition, Fences, iso, run
+from durable_schedule.store.transactions import routed
+from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class ScheduleOutcome:
+    """What one pass did with one claimed schedule.
+
+    ``action``: ``superseded`` (the claim moved on; nothing written), ``noop``, ``nominal``,
+    ``recovery``, ``skipped``, ``coalesce`` or ``suspend``. ``work_id`` is set when Work was
+    accepted (or an existing link returned) for ``materialized_kind``'s occurrence.
+    """
+
+    routing_id: int
+    scope_id: str | None
+    schedule_id: str
+    action: str
+    work_id: Any = None
+    materialized_kind: str | None = None
+    reason: str | None = None
+    completed: bool = False
+    first: datetime | None = None
+    last: datetime | None = None
+    detail: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass
+class _Pending:
+    id: int
+    generation: int
+    first: datetime
+    last: datetime
+
+
+def process_claim(claim: Claim, lease_owner: str, *, using: str | None = None) -> ScheduleOutcome:
+    """Run transaction 2 for one claim. Errors carry ``phase``, ``scope_id``, ``schedule_id``.
+
+    A ``DurableError`` gets them in its ``context``; any other exception (a database error,
+    which the runner may retry) is re-raised unchanged with a note naming them.
+    """
+    where: dict[str, Any] = {"phase": "route", "scope_id": None,
+                             "schedule_id": claim.schedule_id, "routing_id": claim.routing_id}
+    try:
+        with routed(claim.routing_id, using=using) as (cur, scope_id):
+            where["scope_id"] = scope_id
+            if scope_id is None:
+                raise ScheduleNotFound("no scope is visible behind the claimed routing id")
+            outcome, work = _step(cur, scope_id, claim, lease_owner, where)
+            if outcome.action != "superseded":
+                barrier(SCHEDULE_BRIDGE_BEFORE_COMMIT if work else SCHEDULE_DECISION_BEFORE_COMMIT)
+        if outcome.action != "superseded":
+            barrier(SCHEDULE_LINK_AFTER_COMMIT if work else SCHEDULE_DECISION_AFTER_COMMIT)
+        return outcome
+    except DurableError as exc:
+        for key, value in where.items():
+            exc.context.setdefault(key, value)
+        raise
+    except Exception as exc:
+        exc.add_note("durable_schedule: " + ", ".join(f"{k}={v!r}" for k, v in where.items()))
+        raise
+
+
+def _step(cur, scope_id: str, claim: Claim, owner: str,
+          where: dict[str, Any]) -> tuple[ScheduleOutcome, bool]:
+    schedule_id = claim.schedule_id
+    base = {"routing_id": claim.routing_id, "scope_id": scope_id, "schedule_id": schedule_id}
+    where["phase"] = "lock"
+    fences = records.lock_fences(cur, scope_id)
+    if fences.schema_version < REQUIRED_SCHEMA or fences.compatibility_floor > SCHEMA_VERSION:
+        raise SchemaBelowFloor(f"database schema {fences.schema_version} (floor "
+                               f"{fences.compatibility_floor}) does not fit this code "
+                               f"(needs {REQUIRED_SCHEMA}, is {SCHEMA_VERSION})")
+    d = records.lock_definition(cur, scope_id, schedule_id)
+    lease = run(cur, "lock_claimed_dispatch",
+                {"routing_id": claim.routing_id, "schedule_id": schedule_id}).fetchone()
+    if lease is None or lease[0] != owner or lease[1] != claim.dispatch_revision:
+        return ScheduleOutcome(**base, action="superseded"), False
+    ctx = _Ctx(cur, scope_id, claim, owner, fences, d)
+    if d is None or d.state != "active":
+        ctx.finish_claim(None)
+        return ScheduleOutcome(**base, action="noop"), False
+
+    where["phase"] = "fence"
+    mismatch = _fence_mismatch(d, fences)
+    if mismatch is not None:
+        reason, evidence = mismatch
+        evidence["checked_at"] = iso(ctx.now())
+        ctx.suspend(reason, evidence)
+        return ScheduleOutcome(**base, action="suspend", reason=reason, detail=evidence), False
+
+    where["phase"] = "evaluate"
+    spec = d.spec()
+    cutoff = ctx.now()
+    occupant = _lock_slot(cur, scope_id, schedule_id)
+    pending = _lock_pending(cur, scope_id, schedule_id, d.generation)
+    decision = decide(spec, d.accepted_at_utc, d.cursor_utc, cutoff,
+                      safety_window=d.safety_window, misfire=d.misfire, overlap=d.overlap,
+                      slot=SlotState(occupant is not None, pending.last if pending else None))
+
+    where["phase"] = "dispose"
+    if decision.action == "suspend":
+        ctx.suspend(decision.suspend_reason, dict(decision.evidence or {}))
+        return ScheduleOutcome(**base, action="suspend", reason=decision.suspend_reason,
+                               first=decision.first, last=decision.last,
+                               detail=decision.evidence or {}), False
+    to_bridge, pending = _dispose(ctx, decision, pending)
+    if decision.new_cursor != d.cursor_utc:
+        ctx.move_cursor(decision.new_cursor)
+    if to_bridge is None and pending is not None and occupant is None:
+        # The slot is free: the pending coalesced occurrence runs now, whatever decide() said.
+        to_bridge = OccurrenceIdentity(scope_id, schedule_id, pending.generation, "coalesced",
+                                       pending.first)
+        pending = None
+
+    where["phase"] = "bridge"
+    bridged = None
+    if to_bridge is not None:
+        bridged = bridge(cur, to_bridge, d.target_json, cutoff)
+
+    where["phase"] = "finish"
+    completed = decision.next_due is None and pending is None
+    if completed:
+        ctx.complete()
+    # A pending coalesced occurrence whose slot is free was bridged above, so the next due time
+    # is the next nominal instant; while the slot is occupied, the terminal-Work trigger makes
+    # the row due as soon as the occupying Work finishes.
+    due = None if completed else decision.next_due
+    ctx.finish_claim(due)
+    detail = _detail(decision, bridged, to_bridge, pending, occupant, completed, due)
+    if decision.action != "noop" or bridged is not None or completed:
+        records.insert_history(cur, scope_id=scope_id, schedule_id=schedule_id,
+                               generation=d.generation, event=_event(decision, bridged,
+                                                                     completed),
+                               actor=f"processor:{owner}", detail=detail, recorded_at=cutoff)
+    return ScheduleOutcome(
+        **base, action=decision.action,
+        work_id=bridged.link.work_id if bridged else None,
+        materialized_kind=to_bridge.kind if to_bridge else None, completed=completed,
+        first=decision.first, last=decision.last, detail=detail,
+    ), bridged is not None
+
+
+class _Ctx:
+    """The writes of one step, each guarded by the state the step locked."""
+
+    def __init__(self, cur, scope_id: str, claim: Claim, owner: str, fences: Fences,
+                 d: Definition | None) -> None:
+        self.cur, self.scope_id, self.claim, self.owner = cur, scope_id, claim, owner
+        self.fences, self.d = fences, d
+
+    def now(self) -> datetime:
+        """The cutoff: the one ``durable_schedule_clock('clock')`` sample of this step, taken
+        with the fence rows (inside this scoped transaction, before anything is decided)."""
+        return self.fences.clock
+
+    def _key(self) -> dict[str, Any]:
+        return {"scope_id": self.scope_id, "schedule_id": self.claim.schedule_id}
+
+    def finish_claim(self, due: datetime | None) -> None:
+        run(self.cur, "finish_claim", {
+            "routing_id": self.claim.routing_id, "schedule_id": self.claim.schedule_id,
+            "lease_owner": self.owner, "dispatch_revision": self.claim.dispatch_revision,
+            "due_at": due})
+        if self.cur.rowcount != 1:
+            raise ScheduleLeaseLost("the dispatch row no longer carries this claim")
+
+    def suspend(self, reason: str, evidence: dict[str, Any]) -> None:
+        now = self.now()
+        row = run(self.cur, "suspend_definition", {
+            **self._key(), "revision": self.d.revision, "reason": reason,
+            "evidence": records.to_json(evidence), "now": now}).fetchone()
+        if row is None:
+            raise RuntimeError("guarded suspension matched no row under the definition lock")
+        self.finish_claim(None)
+        records.insert_history(self.cur, **self._key(), generation=self.d.generation,
+                               event="suspended", actor=f"processor:{self.owner}",
+                               detail={"reason": reason, "evidence": evidence,
+                                       "revision": row[0]}, recorded_at=now)
+
+    def move_cursor(self, new_cursor: datetime) -> None:
+        run(self.cur, "move_cursor", {**self._key(), "revision": self.d.revision,
+                                      "old_cursor": self.d.cursor_utc,
+                                      "new_cursor": new_cursor, "now": self.now()})
+        if self.cur.rowcount != 1:
+            raise RuntimeError("guarded cursor move matched no row under the definition lock")
+
+    def complete(self) -> None:
+        row = run(self.cur, "finish_definition", {
+            **self._key(), "revision": self.d.revision, "state": "completed",
+            "from_states": ["active"], "now": self.now()}).fetchone()
+        if row is None:
+            raise RuntimeError("guarded completion matched no row under the definition lock")
+
+    def insert_occurrence(self, kind: str, first: datetime, last: datetime,
+                          state: str) -> int | None:
+        """Insert an occurrence identity; its id, or None when the identity already existed."""
+        row = run(self.cur, "insert_occurrence", {
+            **self._key(), "generation": self.d.generation, "kind": kind, "first": first,
+            "last": last, "state": state, "now": self.now()}).fetchone()
+        return None if row is None else row[0]
+
+
+def _fence_mismatch(d: Definition, fences: Fences) -> tuple[str, dict[str, Any]] | None:
+    evidence = {
+        "persisted_runtime_epoch": d.runtime_epoch, "store_runtime_epoch": fences.runtime_epoch,
+        "persisted_scope_generation": d.scope_generation,
+        "scope_generation": fences.scope_generation, "cursor_utc": iso(d.cursor_utc),
+    }
+    if d.runtime_epoch != fences.runtime_epoch:
+        return "runtime_epoch_mismatch", evidence
+    if d.scope_generation != fences.scope_generation:
+        return "scope_generation_mismatch", evidence
+    return None
+
+
+def _lock_slot(cur, scope_id: str, schedule_id: str) -> Any:
+    """The Work id occupying the schedule-wide slot, or None when the slot is free."""
+    rows = run(cur, "lock_slot", {"scope_id": scope_id, "schedule_id": schedule_id}).fetchall()
+    busy = [r[0] for r in rows if r[1] not in TERMINAL_WORK_STATES]
+    return busy[0] if busy else None
+
+
+def _lock_pending(cur, scope_id: str, schedule_id: str, generation: int) -> _Pending | None:
+    row = run(cur, "lock_pending_coalesced",
+              {"scope_id": scope_id, "schedule_id": schedule_id}).fetchone()
+    if row is None:
+        return None
+    if row[1] != generation:
+        # Update supersedes older generations' pending rows in its own transaction, so this is
+        # stored state nobody should have written: refuse to run or absorb into it. The repair
+        # (an update, which supersedes it) is the one for an unevaluable generation.
+        raise UnevaluableGeneration(
+            "a pending coalesced occurrence belongs to an older generation",
+            reason="foreign_pending_occurrence", occurrence=row[0], generation=row[1],
+            active_generation=generation)
+    return _Pending(*row)
+
+
+def _dispose(ctx: _Ctx, decision: Decision, pending: _Pending | None):
+    """Write the occurrence disposition; returns (identity to bridge, pending coalesced)."""
+    d = ctx.d
+    action = decision.action
+    if action in ("nominal", "recovery"):
+        fresh = ctx.insert_occurrence(action, decision.first, decision.last, "pending")
+        return OccurrenceIdentity(ctx.scope_id, d.schedule_id, d.generation, action,
+                                  decision.first, fresh_id=fresh), pending
+    if action == "skipped":
+        ctx.insert_occurrence("recovery", decision.first, decision.last, "skipped")
+    elif action == "coalesce":
+        if pending is None:
+            ctx.insert_occurrence("coalesced", decision.first, decision.last, "pending")
+            pending = _Pending(0, d.generation, decision.first, decision.last)
+        else:
+            # Keep the identity (first); the last instant only moves forward (spec 000).
+            row = run(ctx.cur, "extend_coalesced", {
+                "scope_id": ctx.scope_id, "id": pending.id, "last": decision.last,
+                "now": ctx.now()}).fetchone()
+            if row is None:
+                raise RuntimeError("guarded coalesced extension matched no row")
+            pending = _Pending(pending.id, pending.generation, pending.first, row[0])
+    return None, pending
+
+
+def _event(decision: Decision, bridged, completed: bool) -> str:
+    if bridged is not None:
+        return "materialized"
+    if decision.action == "coalesce":
+        return "coalesced"
+    if decision.action == "skipped":
+        return "skipped"
+    return "completed" if completed else decision.action
+
+
+def _detail(decision: Decision, bridged, to_bridge, pending, occupant, completed, due):
+    detail: dict[str, Any] = {
+        "action": decision.action, "first": iso(decision.first), "last": iso(decision.last),
+        "count": decision.count, "cursor_utc": iso(decision.new_cursor),
+        "next_due": iso(due), "completed": completed,
+        "slot_work_id": None if occupant is None else str(occupant),
+    }
+    if to_bridge is not None:
+        detail["occurrence"] = {"kind": to_bridge.kind, "first": to_bridge.first_iso}
+    if bridged is not None:
+        detail["link"] = {**bridged.link.as_dict(), "created": bridged.created}
+    if pending is not None:
+        detail["pending_coalesced"] = {"first": iso(pending.first), "last": iso(pending.last)}
+    return detail

@@ -1,0 +1,33 @@
+"""The schedule API (DESIGN §1, §2 "schedules API"; docs/schedules.md).
+
+``create`` / ``update`` / ``delete`` / ``release_after_recovery`` / ``suspend`` change a schedule;
+``get`` / ``list`` read. Every call runs in the scoped transaction form and nests in the
+caller's ``transaction.atomic()``. Specs: ``At(when)``, ``After(delay)``,
+``Every(interval, anchor=None)``.
+"""
+
+from durable_schedule.evaluation.timeline import After, At, Every
+from durable_schedule.schedules.api import (
+    create,
+    delete,
+    get,
+    release_after_recovery,
+    suspend,
+    update,
+)
+from durable_schedule.schedules.api import list_schedules as list
+from durable_schedule.schedules.info import ScheduleInfo
+
+__all__ = [
+    "After",
+    "At",
+    "Every",
+    "ScheduleInfo",
+    "create",
+    "delete",
+    "get",
+    "list",
+    "release_after_recovery",
+    "suspend",
+    "update",
+]

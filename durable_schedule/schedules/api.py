@@ -1,0 +1,380 @@
+"""The schedule commands and reads (DESIGN §1, §4 items 2, 5 and 6; spec 000).
+
+Every function validates its arguments first (nothing is written for bad input), then runs in
+the scoped transaction form (``store.transactions.scoped``): as ``durable_runtime``, with the
+transaction-local scope set, nested in the caller's ``transaction.atomic()`` when there is one
+(the schedule change commits with the caller's transaction, or not at all). Each command:
+
+* captures ``accepted_at_utc`` / its timestamp from ``durable_schedule_clock('transaction')``
+  (PostgreSQL's ``transaction_timestamp()``; never a Python clock);
+* reads the fence rows (store epoch, scope generation) ``FOR SHARE`` and locks the definition
+  ``FOR UPDATE`` before deciding;
+* writes one schedule history row naming the actor, and re-arms the dispatch row: due time =
+  the next nominal instant (``NULL`` when nothing is due), lease cleared, ``dispatch_revision``
+  bumped, so a dispatcher claim taken before the change becomes a no-op for the processor.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from durable_schedule.errors import (
+    DurableError,
+    InvalidArgument,
+    ReleaseRefused,
+    RevisionMismatch,
+    ScheduleAlreadyExists,
+    ScheduleDeleted,
+    ScheduleNeverFires,
+    ScheduleNotFound,
+    ScheduleNotSuspended,
+    UnknownWorkTarget,
+)
+from durable_schedule.evaluation.timeline import (
+    EVALUATOR_VERSION,
+    ScheduleSpec,
+    kind_of,
+    next_instant_after,
+    spec_to_json,
+)
+from durable_schedule.schedules import records
+from durable_schedule.schedules import validation as check
+from durable_schedule.schedules.info import ScheduleInfo, from_definition
+from durable_schedule.schedules.records import Definition, run
+from durable_schedule.store.transactions import scoped, validate_scope_id
+from durable_schedule.work.target import WorkTarget
+
+STATES = ("active", "suspended", "deleted", "completed")
+#: The reason ``suspend()`` records; ``release_after_recovery`` does not clear it (use update).
+OPERATOR_REASON = "operator"
+#: The only suspension ``release_after_recovery`` clears (spec 000 "Clock and evaluator fences").
+RELEASABLE_REASON = "runtime_epoch_mismatch"
+
+
+# ---------------------------------------------------------------- helpers
+def _first_due(spec: ScheduleSpec, accepted_at: datetime, cursor: datetime) -> datetime:
+    """The first nominal instant after the cursor; a spec without one is refused (DS117)."""
+    due = next_instant_after(spec, accepted_at, cursor)
+    if due is None:
+        raise ScheduleNeverFires(
+            "the schedule has no nominal instant after its acceptance time",
+            kind=kind_of(spec), accepted_at_utc=records.iso(accepted_at),
+            cursor_utc=records.iso(cursor))
+    return due
+
+
+def _locked(cur, scope: str, schedule_id: str, expected_revision: int | None) -> Definition:
+    """The definition FOR UPDATE; missing, deleted or a revision mismatch raise."""
+    d = records.lock_definition(cur, scope, schedule_id)
+    if d is None:
+        raise ScheduleNotFound("no such schedule in this scope", schedule_id=schedule_id)
+    if d.state == "deleted":
+        raise ScheduleDeleted("the schedule was deleted", schedule_id=schedule_id,
+                              revision=d.revision)
+    if expected_revision is not None and expected_revision != d.revision:
+        raise RevisionMismatch(f"expected revision {expected_revision}, found {d.revision}",
+                               schedule_id=schedule_id, revision=d.revision)
+    return d
+
+
+def _history(cur, scope: str, schedule_id: str, generation: int | None, event: str, actor: str,
+             at: datetime, **detail: Any) -> None:
+    records.insert_history(cur, scope_id=scope, schedule_id=schedule_id, generation=generation,
+                           event=event, actor=actor, detail=detail, recorded_at=at)
+
+
+def _reread(cur, scope: str, schedule_id: str) -> ScheduleInfo:
+    return from_definition(scope, records.read_definition(cur, scope, schedule_id))
+
+
+def _guarded(row, what: str, schedule_id: str) -> int:
+    # The definition is locked FOR UPDATE, so a guard that misses is a defect, not a race.
+    if row is None:
+        raise RuntimeError(f"guarded {what} of schedule {schedule_id!r} matched no row")
+    return row[0]
+
+
+# ---------------------------------------------------------------- commands
+def create(
+    scope: str,
+    schedule_id: str,
+    spec: ScheduleSpec,
+    target: Any,
+    *,
+    overlap: str = "queue_one",
+    misfire: str = "run_once",
+    safety_window: timedelta | None = None,
+    actor: str = "",
+) -> ScheduleInfo:
+    """Create schedule ``schedule_id`` in ``scope`` with generation 1.
+
+    ``spec``: ``At(when)``, ``After(delay)`` or ``Every(interval, anchor=None)``. ``target``:
+    ``definition.target(payload=...)`` of registered Work. ``overlap``: ``"queue_one"``.
+    ``misfire``: ``"run_once"`` (default) or ``"skip"``. ``safety_window``: how late the
+    earliest missed instant may be before the schedule suspends instead of running (default
+    ``DURABLE_SCHEDULE['SAFETY_WINDOW']``). Raises ``ScheduleAlreadyExists`` (DS109),
+    ``ScheduleDeleted`` (DS107: deletion is terminal for an identity) and ``ScheduleNeverFires``
+    (DS117: e.g. an ``At`` instant at or before the acceptance time).
+    """
+    validate_scope_id(scope)
+    schedule_id = check.schedule_id(schedule_id)
+    spec = check.spec(spec)
+    target_json = check.target(target)
+    overlap, misfire = check.policies(overlap, misfire)
+    window = check.safety_window(safety_window)
+    actor = check.actor(actor)
+    with scoped(scope) as cur:
+        accepted = records.transaction_clock(cur)
+        due = _first_due(spec, accepted, accepted)
+        fences = records.lock_fences(cur, scope)
+        existing = records.lock_definition(cur, scope, schedule_id)
+        if existing is not None and existing.state == "deleted":
+            raise ScheduleDeleted("the schedule identity was deleted", schedule_id=schedule_id)
+        inserted = None if existing is not None else run(cur, "insert_definition", {
+            "scope_id": scope, "schedule_id": schedule_id, "accepted_at": accepted,
+            "runtime_epoch": fences.runtime_epoch, "scope_generation": fences.scope_generation,
+        }).fetchone()
+        if inserted is None:
+            raise ScheduleAlreadyExists("the schedule exists", schedule_id=schedule_id)
+        _insert_generation(cur, scope, schedule_id, 1, spec, accepted, target_json, overlap,
+                           misfire, window, actor)
+        records.upsert_dispatch(cur, routing_id=fences.routing_id, schedule_id=schedule_id,
+                                due_at=due)
+        _history(cur, scope, schedule_id, 1, "created", actor, accepted, revision=1,
+                 kind=kind_of(spec), spec=spec_to_json(spec), overlap=overlap, misfire=misfire,
+                 safety_window_us=window // timedelta(microseconds=1),
+                 accepted_at_utc=records.iso(accepted), due_at=records.iso(due))
+        return _reread(cur, scope, schedule_id)
+
+
+def _insert_generation(cur, scope, schedule_id, generation, spec, accepted, target_json,
+                       overlap, misfire, window, actor) -> None:
+    run(cur, "insert_generation", {
+        "scope_id": scope, "schedule_id": schedule_id, "generation": generation,
+        "kind": kind_of(spec), "spec": records.to_json(spec_to_json(spec)),
+        "accepted_at": accepted, "target": records.to_json(target_json), "overlap": overlap,
+        "misfire": misfire, "safety_window": window, "evaluator_version": EVALUATOR_VERSION,
+        "actor": actor,
+    })
+
+
+def update(
+    scope: str,
+    schedule_id: str,
+    *,
+    expected_revision: int,
+    spec: ScheduleSpec | None = None,
+    target: Any = None,
+    overlap: str | None = None,
+    misfire: str | None = None,
+    safety_window: timedelta | None = None,
+    actor: str = "",
+) -> ScheduleInfo:
+    """Create the next generation of an active, suspended or completed schedule.
+
+    Arguments left ``None`` keep the active generation's value; a target snapshot is never
+    rewritten, the new generation gets its own. The new generation has its own
+    ``accepted_at_utc``; the cursor restarts there (or stays, if it is already later), so
+    nothing before the update is back-filled. Pending (unstarted) occurrences of older
+    generations are superseded; accepted Work of older generations keeps running and keeps the
+    slot. The fences are rebound and any suspension is cleared: this is the repair for clock,
+    evaluator and scope-generation suspensions. Raises ``RevisionMismatch`` (DS106),
+    ``ScheduleDeleted`` (DS107), ``ScheduleNotFound`` (DS108), ``ScheduleNeverFires`` (DS117).
+    """
+    validate_scope_id(scope)
+    schedule_id = check.schedule_id(schedule_id)
+    expected_revision = check.revision(expected_revision)
+    spec = None if spec is None else check.spec(spec)
+    target_json = None if target is None else check.target(target)
+    if overlap is not None or misfire is not None:
+        check.policies("queue_one" if overlap is None else overlap,
+                       "run_once" if misfire is None else misfire)
+    window = None if safety_window is None else check.safety_window(safety_window)
+    actor = check.actor(actor)
+    with scoped(scope) as cur:
+        accepted = records.transaction_clock(cur)
+        fences = records.lock_fences(cur, scope)
+        d = _locked(cur, scope, schedule_id, expected_revision)
+        if spec is None:
+            spec = d.spec()  # DS114 when the stored spec is unreadable: pass a new spec
+        if target_json is None:
+            target_json = _stored_target(d)
+        overlap, misfire = check.policies(d.overlap if overlap is None else overlap,
+                                          d.misfire if misfire is None else misfire)
+        window = window if window is not None else check.safety_window(d.safety_window)
+        cursor = max(d.cursor_utc, accepted)
+        due = _first_due(spec, accepted, cursor)
+        generation = d.generation + 1
+        retired = run(cur, "retire_pending", {
+            "scope_id": scope, "schedule_id": schedule_id, "state": "superseded",
+            "below_generation": generation, "now": accepted}).fetchall()
+        _insert_generation(cur, scope, schedule_id, generation, spec, accepted, target_json,
+                           overlap, misfire, window, actor)
+        revision = _guarded(run(cur, "rebind_definition", {
+            "scope_id": scope, "schedule_id": schedule_id, "revision": d.revision,
+            "generation": generation, "runtime_epoch": fences.runtime_epoch,
+            "scope_generation": fences.scope_generation, "cursor": cursor, "now": accepted,
+        }).fetchone(), "update", schedule_id)
+        records.upsert_dispatch(cur, routing_id=fences.routing_id, schedule_id=schedule_id,
+                                due_at=due)
+        _history(cur, scope, schedule_id, generation, "updated", actor, accepted,
+                 revision=revision, previous_state=d.state, kind=kind_of(spec),
+                 spec=spec_to_json(spec), overlap=overlap, misfire=misfire,
+                 safety_window_us=window // timedelta(microseconds=1),
+                 accepted_at_utc=records.iso(accepted), cursor_utc=records.iso(cursor),
+                 due_at=records.iso(due), superseded=[_retired(r) for r in retired],
+                 cleared_suspension=d.suspension_reason)
+        return _reread(cur, scope, schedule_id)
+
+
+def _stored_target(d: Definition) -> dict[str, Any]:
+    """The active generation's target, re-checked against this process's Work registry."""
+    try:
+        target = WorkTarget.from_json(d.target_json)
+    except (DurableError, TypeError, ValueError, KeyError) as exc:  # a tampered snapshot
+        raise UnknownWorkTarget("the stored target cannot be read back; pass target=",
+                                schedule_id=d.schedule_id) from exc
+    return check.target(target)
+
+
+def _retired(row) -> dict[str, Any]:
+    return {"occurrence": row[0], "generation": row[1], "kind": row[2],
+            "first": records.iso(row[3]), "last": records.iso(row[4])}
+
+
+def delete(scope: str, schedule_id: str, expected_revision: int | None = None,
+           actor: str = "") -> ScheduleInfo:
+    """Delete the schedule: terminal for this identity (DS107 for every later command).
+
+    Pending occurrences are canceled; accepted Work is not touched (the Work runtime owns it).
+    """
+    validate_scope_id(scope)
+    schedule_id = check.schedule_id(schedule_id)
+    expected_revision = check.revision(expected_revision, optional=True)
+    actor = check.actor(actor)
+    with scoped(scope) as cur:
+        now = records.transaction_clock(cur)
+        fences = records.lock_fences(cur, scope)
+        d = _locked(cur, scope, schedule_id, expected_revision)
+        canceled = run(cur, "retire_pending", {
+            "scope_id": scope, "schedule_id": schedule_id, "state": "canceled",
+            "below_generation": d.generation + 1, "now": now}).fetchall()
+        revision = _guarded(run(cur, "finish_definition", {
+            "scope_id": scope, "schedule_id": schedule_id, "revision": d.revision,
+            "state": "deleted", "from_states": builtins.list(STATES), "now": now,
+        }).fetchone(), "delete", schedule_id)
+        records.upsert_dispatch(cur, routing_id=fences.routing_id, schedule_id=schedule_id,
+                                due_at=None)
+        _history(cur, scope, schedule_id, d.generation, "deleted", actor, now,
+                 revision=revision, previous_state=d.state,
+                 canceled=[_retired(r) for r in canceled])
+        return _reread(cur, scope, schedule_id)
+
+
+def release_after_recovery(scope: str, schedule_id: str, actor: str = "", *,
+                           expected_revision: int | None = None) -> ScheduleInfo:
+    """Resume a schedule suspended for ``runtime_epoch_mismatch``, never moving its cursor.
+
+    Rebinds the current store runtime epoch and scope generation (spec 000). Any other
+    suspension (``scope_generation_mismatch``, ``clock_jump``, ``unevaluable``, ``operator``)
+    is refused with ``ReleaseRefused`` (DS110): repair those with ``update()`` (a new
+    generation). Raises ``ScheduleNotSuspended`` (DS116) for a schedule that is not suspended.
+    """
+    validate_scope_id(scope)
+    schedule_id = check.schedule_id(schedule_id)
+    expected_revision = check.revision(expected_revision, optional=True)
+    actor = check.actor(actor)
+    with scoped(scope) as cur:
+        now = records.transaction_clock(cur)
+        fences = records.lock_fences(cur, scope)
+        d = _locked(cur, scope, schedule_id, expected_revision)
+        if d.state != "suspended":
+            raise ScheduleNotSuspended("the schedule is not suspended", schedule_id=schedule_id,
+                                       state=d.state)
+        if d.suspension_reason != RELEASABLE_REASON:
+            raise ReleaseRefused("only a runtime-epoch suspension can be released",
+                                 schedule_id=schedule_id, reason=d.suspension_reason)
+        revision = _guarded(run(cur, "release_definition", {
+            "scope_id": scope, "schedule_id": schedule_id, "revision": d.revision,
+            "runtime_epoch": fences.runtime_epoch, "scope_generation": fences.scope_generation,
+            "now": now,
+        }).fetchone(), "release", schedule_id)
+        # Due at once: the next pass evaluates (cursor, cutoff] under the usual rules (a long
+        # suspension may then suspend again for clock_jump) and runs a pending coalesced
+        # occurrence whose slot is free.
+        records.upsert_dispatch(cur, routing_id=fences.routing_id, schedule_id=schedule_id,
+                                due_at=now)
+        _history(cur, scope, schedule_id, d.generation, "released", actor, now,
+                 revision=revision, released_reason=d.suspension_reason,
+                 evidence=d.suspension_evidence,
+                 runtime_epoch={"from": d.runtime_epoch, "to": fences.runtime_epoch},
+                 scope_generation={"from": d.scope_generation, "to": fences.scope_generation},
+                 cursor_utc=records.iso(d.cursor_utc))
+        return _reread(cur, scope, schedule_id)
+
+
+def suspend(scope: str, schedule_id: str, reason: str, actor: str = "", *,
+            expected_revision: int | None = None) -> ScheduleInfo:
+    """Operator action: stop an active schedule (reason ``operator``, the note as evidence).
+
+    A schedule that is already suspended or completed is returned unchanged. Resume it with
+    ``update()`` (a new generation; nothing missed meanwhile is back-filled).
+    """
+    validate_scope_id(scope)
+    schedule_id = check.schedule_id(schedule_id)
+    reason = check.reason(reason)
+    actor = check.actor(actor)
+    expected_revision = check.revision(expected_revision, optional=True)
+    with scoped(scope) as cur:
+        now = records.transaction_clock(cur)
+        fences = records.lock_fences(cur, scope)
+        d = _locked(cur, scope, schedule_id, expected_revision)
+        if d.state != "active":
+            return from_definition(scope, d)
+        evidence = {"note": reason, "actor": actor, "cursor_utc": records.iso(d.cursor_utc)}
+        revision = _guarded(run(cur, "suspend_definition", {
+            "scope_id": scope, "schedule_id": schedule_id, "revision": d.revision,
+            "reason": OPERATOR_REASON, "evidence": records.to_json(evidence), "now": now,
+        }).fetchone(), "suspend", schedule_id)
+        records.upsert_dispatch(cur, routing_id=fences.routing_id, schedule_id=schedule_id,
+                                due_at=None)
+        _history(cur, scope, schedule_id, d.generation, "suspended", actor, now,
+                 revision=revision, reason=OPERATOR_REASON, evidence=evidence)
+        return _reread(cur, scope, schedule_id)
+
+
+# ---------------------------------------------------------------- reads
+def get(scope: str, schedule_id: str) -> ScheduleInfo:
+    """One schedule of ``scope`` (deleted ones too); ``ScheduleNotFound`` (DS108) otherwise."""
+    validate_scope_id(scope)
+    schedule_id = check.schedule_id(schedule_id)
+    with scoped(scope) as cur:
+        d = records.read_definition(cur, scope, schedule_id)
+        if d is None:
+            raise ScheduleNotFound("no such schedule in this scope", schedule_id=schedule_id)
+        return from_definition(scope, d)
+
+
+def list_schedules(scope: str, *, states: Iterable[str] | None = None, after: str = "",
+                   limit: int = 1000) -> builtins.list[ScheduleInfo]:
+    """The schedules of ``scope`` in ``schedule_id`` order (exported as ``schedules.list``).
+
+    ``states`` filters on lifecycle states; page with ``after=<last schedule_id>``.
+    """
+    validate_scope_id(scope)
+    if not isinstance(after, str):
+        raise InvalidArgument("after must be a string", field="after")
+    if type(limit) is not int or not 1 <= limit <= 10_000:
+        raise InvalidArgument("limit must be an integer between 1 and 10000", field="limit")
+    wanted = None
+    if states is not None:
+        wanted = builtins.list(states) if not isinstance(states, str) else [states]
+        unknown = [s for s in wanted if s not in STATES]
+        if unknown:
+            raise InvalidArgument(f"unknown states {unknown!r}", field="states")
+    with scoped(scope) as cur:
+        rows = records.list_definitions(cur, scope, after=after, limit=limit, states=wanted)
+        return [from_definition(scope, d) for d in rows]

@@ -1,0 +1,152 @@
+"""Row access shared by the schedule API and the processor (not public API).
+
+Thin functions over the named queries of ``store/sql/schedule_queries.sql``; every one takes the
+cursor of a transaction that is already scoped (``store.transactions.scoped`` / ``routed``), so
+row-level security admits the current scope only. No business rule lives here: the API and the
+processor decide, these functions read and write, and every guarded write reports whether its
+``WHERE`` matched (STYLE 5).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from durable_schedule.errors import SchemaMissing, UnevaluableGeneration
+from durable_schedule.evaluation.timeline import ScheduleSpec, spec_from_json
+from durable_schedule.store.sqlfiles import query
+
+QUERIES = "schedule_queries.sql"
+
+#: Work states that no longer occupy the schedule-wide slot (DESIGN §4.4).
+TERMINAL_WORK_STATES = frozenset({"succeeded", "failed", "expired", "canceled"})
+
+
+def run(cur, name: str, params: dict[str, Any] | None = None):
+    """Execute one named query of ``schedule_queries.sql``; returns the cursor."""
+    cur.execute(query(QUERIES, name), params or {})
+    return cur
+
+
+def to_json(value: Any) -> str:
+    """The canonical JSON text written into jsonb columns (sorted keys, no spaces)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _from_json(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+@dataclass(frozen=True)
+class Fences:
+    """The fence rows, read ``FOR SHARE`` (DESIGN §3)."""
+
+    runtime_epoch: int
+    schema_version: int
+    compatibility_floor: int
+    scope_generation: int
+    routing_id: int
+    clock: datetime  # durable_schedule_clock('clock') sampled by the same statement
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A definition row joined with its active generation (``kind`` None: generation missing)."""
+
+    id: int
+    scope_id: str
+    schedule_id: str
+    state: str
+    revision: int
+    generation: int
+    runtime_epoch: int
+    scope_generation: int
+    cursor_utc: datetime
+    suspension_reason: str | None
+    suspension_evidence: dict[str, Any] | None
+    suspended_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    kind: str | None
+    spec_json: Any
+    accepted_at_utc: datetime | None
+    target_json: Any
+    overlap: str | None
+    misfire: str | None
+    safety_window: timedelta | None
+    evaluator_version: str | None
+    created_by: str | None
+
+    def spec(self) -> ScheduleSpec:
+        """The stored spec, strictly re-validated (DS114 for a missing or tampered generation)."""
+        if self.kind is None:
+            raise UnevaluableGeneration(
+                "the active generation row is missing", reason="generation_missing",
+                generation=self.generation)
+        return spec_from_json(self.kind, self.spec_json, self.evaluator_version)
+
+
+def _definition(scope_id: str, schedule_id: str, row) -> Definition:
+    return Definition(
+        id=row[0], scope_id=scope_id, schedule_id=schedule_id, state=row[1], revision=row[2],
+        generation=row[3], runtime_epoch=row[4], scope_generation=row[5], cursor_utc=row[6],
+        suspension_reason=row[7], suspension_evidence=_from_json(row[8]), suspended_at=row[9],
+        created_at=row[10], updated_at=row[11], kind=row[12], spec_json=_from_json(row[13]),
+        accepted_at_utc=row[14], target_json=_from_json(row[15]), overlap=row[16],
+        misfire=row[17], safety_window=row[18], evaluator_version=row[19], created_by=row[20],
+    )
+
+
+def transaction_clock(cur) -> datetime:
+    return run(cur, "transaction_clock").fetchone()[0]
+
+
+def lock_fences(cur, scope_id: str) -> Fences:
+    row = run(cur, "lock_fences", {"scope_id": scope_id}).fetchone()
+    if row is None:
+        # scoped()/routed() create or find the scope row before this runs; a missing row means
+        # the store row is missing (an unmigrated or damaged store).
+        raise SchemaMissing("the store row or the scope row is missing", scope=scope_id)
+    return Fences(*row)
+
+
+def lock_definition(cur, scope_id: str, schedule_id: str) -> Definition | None:
+    """The definition and its active generation, the definition row locked FOR UPDATE."""
+    key = {"scope_id": scope_id, "schedule_id": schedule_id}
+    row = run(cur, "lock_definition", key).fetchone()
+    return None if row is None else _definition(scope_id, schedule_id, row)
+
+
+def read_definition(cur, scope_id: str, schedule_id: str) -> Definition | None:
+    key = {"scope_id": scope_id, "schedule_id": schedule_id}
+    row = run(cur, "read_definition", key).fetchone()
+    return None if row is None else _definition(scope_id, schedule_id, row)
+
+
+def list_definitions(cur, scope_id: str, *, after: str, limit: int,
+                     states: list[str] | None) -> list[Definition]:
+    rows = run(cur, "list_definitions",
+               {"scope_id": scope_id, "after": after, "limit": limit, "states": states})
+    return [_definition(scope_id, row[21], row) for row in rows.fetchall()]
+
+
+def insert_history(cur, *, scope_id: str, schedule_id: str, generation: int | None, event: str,
+                   actor: str, detail: dict[str, Any], recorded_at: datetime) -> None:
+    run(cur, "insert_history", {
+        "scope_id": scope_id, "schedule_id": schedule_id, "generation": generation,
+        "event": event, "actor": actor, "detail": to_json(detail), "recorded_at": recorded_at,
+    })
+
+
+def upsert_dispatch(cur, *, routing_id: int, schedule_id: str, due_at: datetime | None) -> int:
+    """Re-arm the dispatch row (API changes): due time set, lease cleared, revision bumped."""
+    row = run(cur, "upsert_dispatch",
+              {"routing_id": routing_id, "schedule_id": schedule_id, "due_at": due_at})
+    return row.fetchone()[0]
+
+
+def iso(value: datetime | None) -> str | None:
+    """Microsecond ISO-8601 text of an instant (history details and evidence)."""
+    return None if value is None else value.isoformat(timespec="microseconds")

@@ -1,0 +1,130 @@
+"""Input validation of the schedule API: every check runs before any database write (STYLE,
+django-tasks' "validation before any database write"; DESIGN §5 "Every bad input gets a clear
+error with a diagnostic code and changes nothing").
+
+Checks that need the database (existence, revision, the acceptance instant) run inside the
+scoped transaction before its first write, and their error rolls that transaction back.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from datetime import timedelta
+from typing import Any
+
+from durable_schedule import conf
+from durable_schedule.errors import (
+    InvalidArgument,
+    InvalidIdentifier,
+    InvalidSchedulePolicy,
+    NonPositiveDuration,
+    UnknownWorkTarget,
+)
+from durable_schedule.evaluation.decision import MISFIRE_POLICIES, OVERLAP_POLICIES
+from durable_schedule.evaluation.timeline import ScheduleSpec, validate_spec
+from durable_schedule.work.registry import lookup
+from durable_schedule.work.target import WorkTarget
+
+MAX_ID = 200
+MAX_ACTOR = 200
+MAX_REASON = 1000
+_ONE_US = timedelta(microseconds=1)
+
+
+def _has_control(value: str) -> bool:
+    # Category Cc covers C0, DEL and C1: a superset of PostgreSQL's [[:cntrl:]] in any locale.
+    return any(unicodedata.category(ch) == "Cc" for ch in value)
+
+
+def _encodable(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates cannot be stored as text
+        return False
+    return True
+
+
+def schedule_id(value: Any) -> str:
+    """1-200 characters, no control characters, no surrounding spaces (DS115)."""
+    if not isinstance(value, str):
+        raise InvalidIdentifier("schedule_id must be a string", field="schedule_id",
+                                got=type(value).__name__)
+    if not value or len(value) > MAX_ID or value != value.strip():
+        raise InvalidIdentifier("schedule_id must be 1-200 characters without surrounding spaces",
+                                field="schedule_id", value=value[:80])
+    if _has_control(value) or not _encodable(value):
+        raise InvalidIdentifier("schedule_id must not contain control characters",
+                                field="schedule_id", value=value[:80])
+    return value
+
+
+def actor(value: Any) -> str:
+    """The audited actor: a string of at most 200 characters without control characters."""
+    if not isinstance(value, str):
+        raise InvalidArgument("actor must be a string", field="actor", got=type(value).__name__)
+    if len(value) > MAX_ACTOR or _has_control(value) or not _encodable(value):
+        raise InvalidArgument("actor must be at most 200 characters without control characters",
+                              field="actor", value=value[:80])
+    return value
+
+
+def reason(value: Any) -> str:
+    """An operator's suspension note: non-blank text of at most 1000 characters."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidArgument("reason must be a non-blank string", field="reason")
+    if len(value) > MAX_REASON or not _encodable(value) or "\x00" in value:
+        raise InvalidArgument("reason must be at most 1000 characters of text", field="reason")
+    return value
+
+
+def revision(value: Any, *, optional: bool = False) -> int | None:
+    """An expected revision: a positive int (``bool`` is not an int here)."""
+    if value is None and optional:
+        return None
+    if type(value) is not int or value < 1:
+        raise InvalidArgument("expected_revision must be a positive integer",
+                              field="expected_revision", got=repr(value)[:80])
+    return value
+
+
+def policies(overlap: Any, misfire: Any) -> tuple[str, str]:
+    """Overlap ``queue_one``; misfire ``run_once`` or ``skip`` (DS111)."""
+    if not isinstance(overlap, str) or overlap not in OVERLAP_POLICIES:
+        raise InvalidSchedulePolicy("unknown overlap policy", overlap=repr(overlap)[:80])
+    if not isinstance(misfire, str) or misfire not in MISFIRE_POLICIES:
+        raise InvalidSchedulePolicy("unknown misfire policy", misfire=repr(misfire)[:80])
+    return overlap, misfire
+
+
+def safety_window(value: Any) -> timedelta:
+    """A positive timedelta; ``None`` takes ``DURABLE_SCHEDULE['SAFETY_WINDOW']``."""
+    if value is None:
+        value = conf.safety_window()
+    if not isinstance(value, timedelta):
+        raise InvalidArgument("safety_window must be a timedelta", field="safety_window",
+                              got=type(value).__name__)
+    if value // _ONE_US <= 0:
+        raise NonPositiveDuration("safety_window must be greater than zero",
+                                  field="safety_window", value=str(value))
+    return value
+
+
+def spec(value: Any) -> ScheduleSpec:
+    """At / After / Every with valid fields (DS101, DS102, DS103)."""
+    return validate_spec(value)
+
+
+def target(value: Any) -> dict[str, Any]:
+    """A registered Work target: returns its JSON snapshot (DS105 when unknown).
+
+    The target is the value ``definition.target(payload=...)`` returns; its work name and
+    version must be registered in this process (``work.define``), so a schedule can never be
+    accepted for Work that no worker could run.
+    """
+    if not isinstance(value, WorkTarget):
+        raise UnknownWorkTarget("target must be a WorkTarget from definition.target(payload=...)",
+                                got=type(value).__name__)
+    if lookup(value.work_name, value.work_version) is None:
+        raise UnknownWorkTarget("the target's Work is not registered",
+                                work_name=value.work_name, work_version=value.work_version)
+    return value.to_json()

@@ -1,0 +1,300 @@
+-- Named queries of the Work runtime (issue 3, spec 001). Not a migration file: loaded with
+-- store.sqlfiles.query("work_queries.sql", name). Scoped queries run as durable_runtime with the
+-- transaction-local scope set, so row-level security admits only that scope's rows. Every state
+-- change names the lease it expects (state, lease owner, lease generation) in its WHERE clause
+-- and the caller checks the row count (STYLE 5).
+
+-- name: accept -- insert Work, its dispatch row and an accepted history row once; the first column proves role and scope.
+WITH guard AS (
+    SELECT current_user = 'durable_runtime'
+           AND NULLIF(pg_catalog.current_setting('durable_schedule.scope_id', true), '')
+               = %(scope_id)s AS ok
+), clock AS (
+    SELECT durable_schedule_clock('clock') AS now
+), work AS (
+    INSERT INTO durable_work (scope_id, work_id, command_id, idempotency_key, work_name,
+                              work_version, payload, provider_safety, fingerprint_schema,
+                              fingerprint_digest, retry_policy, attempt_plan, execution_deadline,
+                              accepted_at, due_at, source_occurrence_id, updated_at)
+    SELECT %(scope_id)s, %(work_id)s, %(command_id)s, %(idempotency_key)s, %(work_name)s,
+           %(work_version)s, %(payload)s::jsonb, %(provider_safety)s, %(fingerprint_schema)s,
+           %(fingerprint_digest)s, %(retry_policy)s::jsonb, %(attempt_plan)s::jsonb,
+           %(execution_deadline)s::timestamptz, clock.now,
+           coalesce(%(due_at)s::timestamptz, clock.now), %(source_occurrence_id)s::bigint,
+           clock.now
+      FROM guard, clock
+     WHERE guard.ok
+    ON CONFLICT DO NOTHING
+    RETURNING id, scope_id, work_id, due_at, accepted_at, state
+), dispatch AS (
+    INSERT INTO durable_work_dispatch (scope_routing_id, work_ref, due_at)
+    SELECT s.routing_id, work.id, work.due_at
+      FROM work JOIN durable_schedule_scope s ON s.scope_id = work.scope_id
+), history AS (
+    INSERT INTO durable_work_history (scope_id, work_id, event, attempt, actor, detail,
+                                      recorded_at)
+    SELECT work.scope_id, work.work_id, 'accepted', NULL, '', %(detail)s::jsonb,
+           work.accepted_at
+      FROM work
+)
+SELECT guard.ok, work.work_id, work.state, work.accepted_at
+  FROM guard LEFT JOIN work ON true
+
+-- name: accepted_identity -- the stored Work that an enqueue conflicted with (compare-or-return).
+SELECT work_id, command_id, idempotency_key, fingerprint_schema, fingerprint_digest, state,
+       accepted_at
+  FROM durable_work
+ WHERE scope_id = %(scope_id)s
+   AND ((command_id = %(command_id)s AND idempotency_key = %(idempotency_key)s)
+        OR work_id = %(work_id)s)
+
+-- name: store_floor -- schema version and compatibility floor, read before every claim.
+SELECT schema_version, compatibility_floor FROM durable_schedule_store
+
+-- name: claim -- lease due Work dispatch rows across scopes (SECURITY DEFINER); routing facts only.
+SELECT scope_routing_id, work_ref, dispatch_revision
+  FROM claim_work_dispatch(%(owner)s, make_interval(secs => %(lease_seconds)s), %(max_rows)s)
+
+-- name: lock_claimed -- one statement for a claimed row: lock the Work row (SKIP LOCKED) and its dispatch row, read its permit facts, then the clock.
+-- SKIP LOCKED: a Work row locked by someone else (its holder renewing or recording an outcome,
+-- an operator command) is left alone; this claim then lapses and the row is claimed again. So
+-- this statement never waits, and the permit facts come from a snapshot taken with the lock.
+WITH w AS (
+    SELECT id, scope_id, work_id, command_id, idempotency_key, work_name, work_version, payload,
+           provider_safety, fingerprint_schema, retry_policy, attempt_plan, execution_deadline,
+           accepted_at, due_at, state, attempt, lease_owner, lease_expires_at, lease_generation,
+           attempt_started_at, result, last_error, suspension_reason,
+           execution_admission_closed_at, execution_admission_closed_reason,
+           execution_deadline_reached_at, finished_at, source_occurrence_id
+      FROM durable_work
+     WHERE id = %(id)s
+       FOR UPDATE SKIP LOCKED
+), d AS (
+    SELECT dispatch_revision, lease_owner FROM durable_work_dispatch
+     WHERE work_ref = (SELECT id FROM w)
+       FOR UPDATE
+), p AS (
+    SELECT max(permit_no) FILTER (WHERE outcome IS NULL) AS open_no,
+           (array_agg(attempt ORDER BY permit_no DESC) FILTER (WHERE outcome IS NULL))[1]
+               AS open_attempt,
+           count(*) FILTER (WHERE outcome IS NULL) AS open_count,
+           coalesce(max(permit_no), 0) AS last_no
+      FROM durable_work_permit
+     WHERE scope_id = (SELECT scope_id FROM w) AND work_id = (SELECT work_id FROM w)
+)
+SELECT w.*, p.open_no, p.open_attempt, p.open_count, p.last_no, d.dispatch_revision,
+       d.lease_owner, durable_schedule_clock('clock')
+  FROM w CROSS JOIN p LEFT JOIN d ON true
+
+-- name: lock_leased -- one statement: lock a running Work row only while the named lease still holds it; permit facts, then the clock.
+-- It may wait (the holder's own watchdog renewing). Whatever it waited for kept the state, owner
+-- and lease generation (else the re-checked WHERE drops the row), so only this lease's holder
+-- can have changed the permits: the facts are current.
+WITH w AS (
+    SELECT id, scope_id, work_id, command_id, idempotency_key, work_name, work_version, payload,
+           provider_safety, fingerprint_schema, retry_policy, attempt_plan, execution_deadline,
+           accepted_at, due_at, state, attempt, lease_owner, lease_expires_at, lease_generation,
+           attempt_started_at, result, last_error, suspension_reason,
+           execution_admission_closed_at, execution_admission_closed_reason,
+           execution_deadline_reached_at, finished_at, source_occurrence_id
+      FROM durable_work
+     WHERE id = %(id)s AND state = 'running'
+       AND lease_owner = %(lease_owner)s AND lease_generation = %(lease_generation)s
+       FOR UPDATE
+), p AS (
+    SELECT max(permit_no) FILTER (WHERE outcome IS NULL) AS open_no,
+           (array_agg(attempt ORDER BY permit_no DESC) FILTER (WHERE outcome IS NULL))[1]
+               AS open_attempt,
+           count(*) FILTER (WHERE outcome IS NULL) AS open_count,
+           coalesce(max(permit_no), 0) AS last_no
+      FROM durable_work_permit
+     WHERE scope_id = (SELECT scope_id FROM w) AND work_id = (SELECT work_id FROM w)
+)
+SELECT w.*, p.open_no, p.open_attempt, p.open_count, p.last_no, NULL::bigint, NULL::text,
+       durable_schedule_clock('clock')
+  FROM w CROSS JOIN p
+
+-- name: lock_by_work_id -- lock one Work row of the current scope by its public work id.
+SELECT id, scope_id, work_id, command_id, idempotency_key, work_name, work_version, payload,
+       provider_safety, fingerprint_schema, retry_policy, attempt_plan, execution_deadline,
+       accepted_at, due_at, state, attempt, lease_owner, lease_expires_at, lease_generation,
+       attempt_started_at, result, last_error, suspension_reason,
+       execution_admission_closed_at, execution_admission_closed_reason,
+       execution_deadline_reached_at, finished_at, source_occurrence_id
+  FROM durable_work
+ WHERE scope_id = %(scope_id)s AND work_id = %(work_id)s
+   FOR UPDATE
+
+-- name: facts -- read after the Work lock (fresh snapshot): permits, the locked dispatch row, then the clock.
+WITH d AS (
+    SELECT dispatch_revision, lease_owner
+      FROM durable_work_dispatch
+     WHERE work_ref = %(id)s
+       FOR UPDATE
+), p AS (
+    SELECT max(permit_no) FILTER (WHERE outcome IS NULL) AS open_no,
+           (array_agg(attempt ORDER BY permit_no DESC) FILTER (WHERE outcome IS NULL))[1]
+               AS open_attempt,
+           count(*) FILTER (WHERE outcome IS NULL) AS open_count,
+           coalesce(max(permit_no), 0) AS last_no
+      FROM durable_work_permit
+     WHERE scope_id = %(scope_id)s AND work_id = %(work_id)s
+)
+SELECT p.open_no, p.open_attempt, p.open_count, p.last_no, d.dispatch_revision, d.lease_owner,
+       durable_schedule_clock('clock')
+  FROM p LEFT JOIN d ON true
+
+-- name: transition -- move one locked Work row to its next state and apply every side effect in one guarded statement.
+WITH moved AS (
+    UPDATE durable_work w
+       SET state = %(state)s,
+           due_at = %(due_at)s,
+           attempt = %(attempt)s,
+           lease_owner = %(lease_owner)s,
+           lease_expires_at = %(lease_expires_at)s,
+           lease_generation = %(lease_generation)s,
+           attempt_started_at = %(attempt_started_at)s,
+           result = %(result)s::jsonb,
+           last_error = %(last_error)s::jsonb,
+           suspension_reason = %(suspension_reason)s,
+           -- First-write closure facts (spec 001): an earlier cause is never overwritten.
+           execution_admission_closed_reason = CASE
+               WHEN w.execution_admission_closed_at IS NULL THEN %(closed_reason)s
+               ELSE w.execution_admission_closed_reason END,
+           execution_admission_closed_at = coalesce(w.execution_admission_closed_at,
+                                                    %(closed_at)s::timestamptz),
+           execution_deadline_reached_at = coalesce(w.execution_deadline_reached_at,
+                                                    %(deadline_reached_at)s::timestamptz),
+           finished_at = %(finished_at)s,
+           updated_at = %(now)s
+     WHERE w.id = %(id)s
+       AND w.state = %(expect_state)s
+       AND w.lease_owner IS NOT DISTINCT FROM %(expect_owner)s::text
+       AND w.lease_generation = %(expect_generation)s
+    RETURNING w.id, w.scope_id, w.work_id
+), permit_new AS (
+    INSERT INTO durable_work_permit (scope_id, work_id, permit_no, attempt, lease_generation,
+                                     admitted_at)
+    SELECT moved.scope_id, moved.work_id, %(new_permit_no)s, %(attempt)s, %(lease_generation)s,
+           %(now)s
+      FROM moved
+     WHERE %(new_permit_no)s::integer IS NOT NULL
+    RETURNING 1
+), permit_resolved AS (
+    UPDATE durable_work_permit p
+       SET outcome = %(permit_outcome)s, resolved_at = %(now)s, resolved_by = %(resolved_by)s,
+           resolution_source = %(resolution_source)s
+      FROM moved
+     WHERE p.scope_id = moved.scope_id AND p.work_id = moved.work_id
+       AND p.permit_no = %(resolve_permit_no)s::integer AND p.outcome IS NULL
+    RETURNING 1
+), dispatch_upserted AS (
+    INSERT INTO durable_work_dispatch AS d (scope_routing_id, work_ref, due_at)
+    SELECT s.routing_id, moved.id, %(dispatch_due_at)s::timestamptz
+      FROM moved JOIN durable_schedule_scope s ON s.scope_id = moved.scope_id
+     WHERE %(dispatch)s = 'upsert'
+    ON CONFLICT (work_ref) DO UPDATE
+       SET due_at = EXCLUDED.due_at,
+           lease_owner = %(dispatch_owner)s::text,
+           lease_expires_at = %(dispatch_expires_at)s::timestamptz,
+           dispatch_revision = d.dispatch_revision + 1
+    RETURNING 1
+), dispatch_deleted AS (
+    DELETE FROM durable_work_dispatch d
+     USING moved
+     WHERE d.work_ref = moved.id AND %(dispatch)s = 'delete'
+    RETURNING 1
+), quarantined AS (
+    INSERT INTO durable_work_quarantine (scope_id, work_id, attempt, lease_owner,
+                                         lease_generation, reason, result, recorded_at)
+    SELECT moved.scope_id, moved.work_id, %(quarantine_attempt)s, %(expect_owner)s,
+           %(expect_generation)s, %(quarantine_reason)s, %(quarantine_result)s::jsonb, %(now)s
+      FROM moved
+     WHERE %(quarantine_reason)s::text IS NOT NULL
+    RETURNING 1
+), history AS (
+    INSERT INTO durable_work_history (scope_id, work_id, event, attempt, actor, detail,
+                                      recorded_at)
+    SELECT moved.scope_id, moved.work_id, %(event)s, %(event_attempt)s, %(actor)s,
+           %(detail)s::jsonb, %(now)s
+      FROM moved
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM permit_new),
+       (SELECT count(*) FROM permit_resolved), (SELECT count(*) FROM quarantined)
+
+-- name: renew -- extend the lease of a running Work (guarded) and move its dispatch row along.
+WITH moved AS (
+    UPDATE durable_work
+       SET lease_expires_at = %(lease_expires_at)s, updated_at = %(now)s
+     WHERE id = %(id)s AND state = 'running'
+       AND lease_owner = %(lease_owner)s AND lease_generation = %(lease_generation)s
+    RETURNING id
+), dispatch AS (
+    UPDATE durable_work_dispatch d
+       SET due_at = %(lease_expires_at)s, lease_owner = %(lease_owner)s,
+           lease_expires_at = %(lease_expires_at)s
+      FROM moved
+     WHERE d.work_ref = moved.id
+)
+SELECT count(*) FROM moved
+
+-- name: quarantine_lost -- keep the outcome of an attempt whose lease was lost as evidence; the Work row is not touched.
+WITH w AS (
+    SELECT scope_id, work_id FROM durable_work WHERE id = %(id)s
+), q AS (
+    INSERT INTO durable_work_quarantine (scope_id, work_id, attempt, lease_owner,
+                                         lease_generation, reason, result, recorded_at)
+    SELECT w.scope_id, w.work_id, %(attempt)s, %(lease_owner)s, %(lease_generation)s,
+           %(reason)s, %(result)s::jsonb, durable_schedule_clock('clock')
+      FROM w
+    RETURNING scope_id, work_id, recorded_at
+)
+INSERT INTO durable_work_history (scope_id, work_id, event, attempt, actor, detail, recorded_at)
+SELECT q.scope_id, q.work_id, 'result_quarantined', %(attempt)s, %(lease_owner)s,
+       %(detail)s::jsonb, q.recorded_at
+  FROM q
+
+-- name: dispatch_reschedule -- under the Work lock: hand the dispatch row back, due again at due_at.
+UPDATE durable_work_dispatch
+   SET due_at = %(due_at)s, lease_owner = %(lease_owner)s::text,
+       lease_expires_at = %(lease_expires_at)s::timestamptz,
+       dispatch_revision = dispatch_revision + 1
+ WHERE work_ref = %(id)s
+
+-- name: dispatch_drop -- under the Work lock: a finished or suspended Work keeps no dispatch row.
+DELETE FROM durable_work_dispatch WHERE work_ref = %(id)s
+
+-- name: dispatch_release_claim -- give back a claimed row that this pass will not process.
+UPDATE durable_work_dispatch
+   SET due_at = durable_schedule_clock('clock'), lease_owner = NULL, lease_expires_at = NULL,
+       dispatch_revision = dispatch_revision + 1
+ WHERE work_ref = %(id)s AND dispatch_revision = %(dispatch_revision)s
+   AND lease_owner = %(lease_owner)s
+
+-- name: get -- one Work of the current scope with its immutable timing facts (no locks, no clock).
+SELECT work_id, scope_id, command_id, idempotency_key, work_name, work_version, payload,
+       provider_safety, fingerprint_schema, fingerprint_digest, retry_policy, attempt_plan,
+       execution_deadline, accepted_at, due_at, state, attempt, lease_owner, lease_expires_at,
+       attempt_started_at, result, last_error, suspension_reason,
+       execution_admission_closed_at, execution_admission_closed_reason,
+       execution_deadline_reached_at, source_occurrence_id, finished_at, updated_at
+  FROM durable_work
+ WHERE scope_id = %(scope_id)s AND work_id = %(work_id)s
+
+-- name: list -- one page of the current scope's Work in acceptance order, after a work id (no locks, no clock).
+SELECT w.work_id, w.scope_id, w.command_id, w.idempotency_key, w.work_name, w.work_version,
+       w.payload, w.provider_safety, w.fingerprint_schema, w.fingerprint_digest,
+       w.retry_policy, w.attempt_plan, w.execution_deadline, w.accepted_at, w.due_at, w.state,
+       w.attempt, w.lease_owner, w.lease_expires_at, w.attempt_started_at, w.result,
+       w.last_error, w.suspension_reason, w.execution_admission_closed_at,
+       w.execution_admission_closed_reason, w.execution_deadline_reached_at,
+       w.source_occurrence_id, w.finished_at, w.updated_at
+  FROM durable_work w
+ WHERE w.scope_id = %(scope_id)s
+   AND (%(state)s::text IS NULL OR w.state = %(state)s::text)
+   AND (%(after)s::uuid IS NULL
+        OR w.id > (SELECT a.id FROM durable_work a
+                    WHERE a.scope_id = %(scope_id)s AND a.work_id = %(after)s::uuid))
+ ORDER BY w.id
+ LIMIT %(page_size)s

@@ -1,0 +1,104 @@
+"""Payload and result codecs, and the canonical JSON form the fingerprint hashes (issue 3, item 1).
+
+A Work payload is stored as ``jsonb`` and hashed into the enqueue fingerprint, so it must have one
+canonical byte form. ``canonical_json`` is that form: keys sorted, no whitespace, UTF-8, no NaN or
+infinity, string keys only, and no NUL character (``jsonb`` cannot store ``\\u0000``). A value that
+does not fit raises ``PayloadNotEncodable`` (DS209) before anything is written.
+
+A *codec* turns a domain value into such a JSON value (``encode``) and back (``decode``). The
+default :class:`JsonCodec` accepts plain JSON values. The canonical bytes are pinned by a test:
+changing them would make identical duplicates conflict (spec 001, "Identity and outcome truth").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from durable_schedule.errors import PayloadNotEncodable
+
+_MAX_DEPTH = 64
+
+
+@runtime_checkable
+class Codec(Protocol):
+    """Turns a domain value into a JSON value and back. Both directions must be deterministic."""
+
+    def encode(self, value: Any) -> Any: ...
+
+    def decode(self, data: Any) -> Any: ...
+
+
+class JsonCodec:
+    """The default codec: the payload already is a JSON value (dict, list, str, int, ...)."""
+
+    def encode(self, value: Any) -> Any:
+        return json_value(value, "payload")
+
+    def decode(self, data: Any) -> Any:
+        return data
+
+    def __repr__(self) -> str:
+        return "JsonCodec()"
+
+
+#: The codec a definition uses when it names none.
+JSON = JsonCodec()
+
+
+def _check(value: Any, field: str, depth: int = 0) -> None:
+    if depth > _MAX_DEPTH:
+        raise PayloadNotEncodable(f"{field} nests deeper than {_MAX_DEPTH} levels")
+    if value is None or isinstance(value, bool | int):
+        return
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise PayloadNotEncodable(f"{field} contains NaN or infinity")
+        return
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise PayloadNotEncodable(f"{field} contains a NUL character, which jsonb refuses")
+        return
+    if isinstance(value, list | tuple):
+        for item in value:
+            _check(item, field, depth + 1)
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise PayloadNotEncodable(f"{field} has a non-string key", key=repr(key))
+            _check(key, field, depth + 1)
+            _check(item, field, depth + 1)
+        return
+    raise PayloadNotEncodable(f"{field} contains a value JSON cannot hold",
+                              type=type(value).__name__)
+
+
+def canonical_json(value: Any, field: str = "payload") -> str:
+    """The canonical JSON text of ``value`` (sorted keys, compact, UTF-8 safe)."""
+    _check(value, field)
+    try:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False)
+        text.encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError) as exc:
+        raise PayloadNotEncodable(f"{field} is not encodable as JSON: {exc}") from None
+    return text
+
+
+def canonical_bytes(value: Any, field: str = "payload") -> bytes:
+    """The bytes the enqueue fingerprint hashes for a payload."""
+    return canonical_json(value, field).encode("utf-8")
+
+
+def json_value(value: Any, field: str = "payload") -> Any:
+    """A detached copy of ``value`` as plain JSON types (tuples become lists)."""
+    return json.loads(canonical_json(value, field))
+
+
+def loads(data: Any) -> Any:
+    """A ``jsonb`` column as read through Django's cursor (text) or psycopg (already decoded)."""
+    if isinstance(data, str | bytes | bytearray):
+        return json.loads(data)
+    return data

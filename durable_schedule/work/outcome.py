@@ -1,0 +1,190 @@
+"""Recording what an executor or reconciler reported (issue 3, items 4 and 5; spec 001).
+
+Each outcome is one scoped transaction that locks the Work row only while the lease this worker
+was given still holds it (``state = 'running'`` and the same owner and lease generation). When
+that lock finds nothing, the lease was lost -- another worker took the Work over, or an operator
+moved it -- and the outcome is a typed "lost": an executor's result is kept in
+``durable_work_quarantine`` as evidence and never becomes success.
+
+Attempt outcomes under a held lease:
+
+* success before the deadline: ``succeeded`` (a plan circuit that closed admission meanwhile does
+  not revoke an admitted attempt's ordinary success, spec 001);
+* success at or after the deadline: the result is quarantined (``late_result``), the permit
+  resolved ``quarantined``, the Work ``expired`` with the first-closure facts recorded;
+* failure: the retry policy decides (next slot / backoff, or ``failed`` / ``expired``);
+* not invoked (the local check before invocation found the deadline or lease end passed): the
+  permit is resolved ``proven_no_effect`` and the attempt is handed back (no slot consumed),
+  claimable again when the attempt's lease would have ended.
+
+Reconciler verdicts: ``Applied`` establishes success with its result (also after the cutoff:
+proof of a past effect reopens nothing); ``NotApplied`` resolves the permit and lets the next
+attempt proceed under the retry policy; ``Unknown`` (or a reconciler that raised or returned no
+verdict) suspends the Work with reason ``reconciliation_unknown``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from durable_schedule.errors import DurableError
+from durable_schedule.store.sqlfiles import query
+from durable_schedule.work import codec
+from durable_schedule.work.decisions import (
+    RECONCILIATION_UNKNOWN,
+    Action,
+    Invoke,
+    Reconcile,
+    admit_pending,
+    after_failure,
+    error_detail,
+    suspend,
+)
+from durable_schedule.work.rows import (
+    EXPIRED,
+    PENDING,
+    SUCCEEDED,
+    WorkRow,
+    dumps,
+    lock_leased,
+    routed_block,
+    transition,
+)
+from durable_schedule.work.safety import Applied, NotApplied, Verdict
+
+_QUERIES = "work_queries.sql"
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    """What came back from an invocation: ``succeeded`` / ``failed`` / ``not_invoked``."""
+
+    kind: str
+    result_json: str | None = None
+    error: dict[str, Any] | None = None
+
+
+def _lost(cur, action: Invoke | Reconcile, owner: str, outcome: AttemptOutcome | None,
+          tally: Counter) -> None:
+    tally["lost"] += 1
+    if outcome is None or outcome.kind == "not_invoked":
+        return
+    tally["quarantined"] += 1
+    detail = {"reason": "lease_lost", "outcome": outcome.kind, "permit_no": action.permit_no,
+              "error": outcome.error}
+    cur.execute(query(_QUERIES, "quarantine_lost"), {
+        "id": action.row.id,
+        "attempt": action.row.attempt,
+        "lease_owner": owner,
+        "lease_generation": action.row.lease_generation,
+        "reason": "lease_lost",
+        "result": outcome.result_json,
+        "detail": dumps(detail),
+    })
+
+
+def record_attempt_outcome(action: Invoke, outcome: AttemptOutcome, owner: str,
+                           using: str | None) -> Counter:
+    tally: Counter = Counter()
+    held = action.row
+    with routed_block(action.routing_id, using) as (cur, scope_id):
+        row = None if scope_id is None else lock_leased(cur, held.id, owner, held.lease_generation)
+        if row is None:
+            _lost(cur, action, owner, outcome, tally)
+            return tally
+        _apply_outcome(cur, row, action.permit_no, outcome, owner, tally)
+    return tally
+
+
+def _apply_outcome(cur, row: WorkRow, permit: int, outcome: AttemptOutcome, owner: str,
+                   tally: Counter) -> None:
+    cleared = dict(lease_owner=None, lease_expires_at=None)
+    if outcome.kind == "not_invoked":
+        tally["refused"] += 1
+        # The local clock saw the attempt's lease end (at the latest: the deadline) pass before
+        # invocation. Nothing ran, so no slot is consumed; the database decides again when that
+        # lease end arrives by its own clock (at D it refuses and closes admission).
+        transition(cur, row, event="not_invoked", actor=owner,
+                   detail={"permit_no": permit, "cause": "cancelled_before_invocation"},
+                   resolve=(permit, "proven_no_effect", "runtime"), state=PENDING,
+                   attempt=row.attempt - 1, dispatch="upsert",
+                   dispatch_due_at=max(row.due_at, row.lease_expires_at), **cleared)
+        return
+    if outcome.kind == "failed":
+        after_failure(cur, row, owner, error=outcome.error or {}, tally=tally,
+                      cause="executor_failed", resolve=(permit, "failed", "executor"),
+                      detail={"permit_no": permit})
+        return
+    if row.deadline_reached():
+        # Spec 001: a current late encoded result is quarantined as evidence and does not
+        # become Work success; the deadline closed ordinary success at or after D.
+        reason = row.admission_closed()
+        tally["quarantined"] += 1
+        tally["expired"] += 1
+        transition(cur, row, event="late_result_quarantined", actor=owner,
+                   detail={"permit_no": permit, "reason": reason}, close=reason,
+                   resolve=(permit, "quarantined", "runtime"),
+                   quarantine=("late_result", outcome.result_json), state=EXPIRED,
+                   finished_at=row.now, dispatch="delete", **cleared)
+        return
+    tally["succeeded"] += 1
+    transition(cur, row, event="succeeded", actor=owner, detail={"permit_no": permit},
+               resolve=(permit, "succeeded", "executor"), state=SUCCEEDED,
+               result=outcome.result_json, finished_at=row.now, dispatch="delete", **cleared)
+
+
+def record_reconciliation(action: Reconcile, verdict: Verdict | None,
+                          error: dict[str, Any] | None, owner: str,
+                          using: str | None) -> tuple[Action, Counter]:
+    """Apply a verdict under the reconciliation lease; may admit the next attempt at once."""
+    tally: Counter = Counter()
+    held = action.row
+    with routed_block(action.routing_id, using) as (cur, scope_id):
+        row = None if scope_id is None else lock_leased(cur, held.id, owner, held.lease_generation)
+        if row is None:
+            _lost(cur, action, owner, None, tally)
+            return None, tally
+        tally["reconciled"] += 1
+        next_action = _apply_verdict(cur, action, row, verdict, error, owner, tally)
+    return next_action, tally
+
+
+def _apply_verdict(cur, action: Reconcile, row: WorkRow, verdict: Verdict | None,
+                   error: dict[str, Any] | None, owner: str, tally: Counter) -> Action:
+    permit = action.permit_no
+    detail = {"permit_no": permit, "permit_attempt": action.permit_attempt}
+    if isinstance(verdict, Applied):
+        try:
+            result_json = codec.canonical_json(verdict.result, "result")
+        except DurableError as exc:
+            verdict, error = None, error_detail(exc)
+        else:
+            tally["succeeded"] += 1
+            transition(cur, row, event="reconciled_applied", actor=owner, detail=detail,
+                       resolve=(permit, "applied", "reconciler"), state=SUCCEEDED,
+                       result=result_json, finished_at=row.now, lease_owner=None,
+                       lease_expires_at=None, dispatch="delete")
+            return None
+    if isinstance(verdict, NotApplied):
+        resolve = (permit, "not_applied", "reconciler")
+        if row.open_permits > 1:
+            # Another admitted effect is still uncertain: judge it next, under the same lease.
+            transition(cur, row, event="reconciled_not_applied", actor=owner, detail=detail,
+                       resolve=resolve)
+            again = lock_leased(cur, row.id, owner, row.lease_generation)
+            return Reconcile(action.routing_id, again, action.definition, again.open_permit_no,
+                             again.open_permit_attempt)
+        row = after_failure(cur, row, owner, tally=tally, cause="reconciled_not_applied",
+                            resolve=resolve, detail=detail, error=error_detail(
+                                code="not_applied",
+                                message="the reconciler proved the attempt had no effect"))
+        if row.state == PENDING and row.due_at <= row.now:
+            return admit_pending(cur, action.routing_id, row, owner, tally)
+        return None
+    if error is None:
+        error = error_detail(code="unknown", message=getattr(verdict, "reason", "") or
+                             "the reconciler could not establish whether the effect happened")
+    suspend(cur, row, owner, reason=RECONCILIATION_UNKNOWN, error=error, tally=tally)
+    return None

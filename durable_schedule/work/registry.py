@@ -1,0 +1,158 @@
+"""Work definitions: ``work.define(name, version, ...)`` and the per-process registry (issue 3, 1).
+
+A definition names one immutable Work version: its provider safety, its default execution policy
+(``None`` keeps the legacy completion-relative behaviour and the v1 fingerprint), its codec, the
+executor that performs the effect and, for ``reconcile_before_retry`` Work, the reconciler that
+establishes whether an earlier admitted attempt took effect. Spec 001: "Give changed semantics a
+new Work version and retain the registration needed to interpret historical Work" -- a worker
+that meets Work whose (name, version) is not registered in its process does not guess: it
+suspends the Work with reason ``unknown_definition`` and keeps it (docs/work.md).
+
+Definitions live in a module every process imports; ``process_work`` imports the ``work`` module
+of every installed app (:func:`autodiscover`), so ``<app>/work.py`` is the natural place.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.utils.module_loading import autodiscover_modules
+
+from durable_schedule.errors import DuplicateWorkDefinition, InvalidArgument
+from durable_schedule.evaluation.policy import ExecutionPolicy
+from durable_schedule.work import codec as codecs
+from durable_schedule.work.enqueue import AcceptedWork, WorkRequest, enqueue, identifier
+from durable_schedule.work.safety import ProviderSafety, provider_safety
+from durable_schedule.work.target import WorkTarget, deadline_after_us
+
+_REGISTRY: dict[tuple[str, str], WorkDefinition] = {}
+_LOCK = threading.Lock()
+
+Executor = Callable[[Any, Any], Any]
+Reconciler = Callable[[Any, Any], Any]
+
+
+class WorkDefinition:
+    """One registered (name, version). Create it with :func:`define`."""
+
+    def __init__(self, name: str, version: str, safety: ProviderSafety,
+                 policy: ExecutionPolicy | None, codec: codecs.Codec) -> None:
+        self.name = name
+        self.version = version
+        self.safety = safety
+        self.policy = policy
+        self.codec = codec
+        self.executor_fn: Executor | None = None
+        self.reconciler_fn: Reconciler | None = None
+
+    def __repr__(self) -> str:
+        return f"<WorkDefinition {self.name} {self.version} {self.safety.value}>"
+
+    # ------------------------------------------------------------ registration decorators
+    def executor(self, fn: Executor) -> Executor:
+        """Register ``fn(ctx, payload) -> result`` (a JSON value) as the effect."""
+        if self.executor_fn is not None:
+            raise DuplicateWorkDefinition("this Work already has an executor",
+                                          work_name=self.name, work_version=self.version)
+        if not callable(fn):
+            raise InvalidArgument("executor must be callable")
+        self.executor_fn = fn
+        return fn
+
+    def reconciler(self, fn: Reconciler) -> Reconciler:
+        """Register ``fn(ctx, payload) -> Applied(result) | NotApplied() | Unknown()``."""
+        if self.reconciler_fn is not None:
+            raise DuplicateWorkDefinition("this Work already has a reconciler",
+                                          work_name=self.name, work_version=self.version)
+        if not callable(fn):
+            raise InvalidArgument("reconciler must be callable")
+        self.reconciler_fn = fn
+        return fn
+
+    # ------------------------------------------------------------ requests
+    def request(self, *, command: str, idempotency_key: str, payload: Any,
+                deadline: datetime | None = None, due_at: datetime | None = None,
+                work_id: uuid.UUID | None = None) -> WorkRequest:
+        """The enqueue request for this definition (payload encoded by its codec)."""
+        return WorkRequest(
+            command_id=command,
+            idempotency_key=idempotency_key,
+            work_name=self.name,
+            work_version=self.version,
+            payload=self.codec.encode(payload),
+            provider_safety=self.safety.value,
+            policy=self.policy,
+            deadline=deadline,
+            due_at=due_at,
+            work_id=work_id,
+        )
+
+    def enqueue(self, *, scope: str, command: str, idempotency_key: str, payload: Any,
+                deadline: datetime | None = None, due_at: datetime | None = None,
+                work_id: uuid.UUID | None = None, using: str | None = None) -> AcceptedWork:
+        """Accept Work inside the caller's ``transaction.atomic()`` (see work.enqueue)."""
+        req = self.request(command=command, idempotency_key=idempotency_key, payload=payload,
+                           deadline=deadline, due_at=due_at, work_id=work_id)
+        return enqueue(scope, req, using=using)
+
+    def target(self, *, payload: Any, deadline_after: timedelta | int | None = None) -> WorkTarget:
+        """An immutable target snapshot for a Schedule (see :mod:`.target`)."""
+        return WorkTarget(
+            work_name=self.name,
+            work_version=self.version,
+            payload=self.codec.encode(payload),
+            provider_safety=self.safety.value,
+            policy_json=None if self.policy is None else self.policy.to_json(),
+            deadline_after_us=deadline_after_us(deadline_after),
+        )
+
+
+def define(name: str, version: str, *, safety: ProviderSafety | str,
+           policy: ExecutionPolicy | None = None,
+           codec: codecs.Codec | None = None) -> WorkDefinition:
+    """Register Work ``name`` at ``version``; each (name, version) may be defined once (DS202).
+
+    ``safety`` is required: whether a lost attempt may simply be repeated is a property of the
+    provider that only the author knows. ``policy=None`` keeps legacy timing (v1 fingerprint).
+    """
+    identifier(name, "name")
+    identifier(version, "version")
+    safe = provider_safety(safety)
+    if policy is not None and not isinstance(policy, ExecutionPolicy):
+        raise InvalidArgument("policy must be an ExecutionPolicy or None",
+                              got=type(policy).__name__)
+    chosen = codecs.JSON if codec is None else codec
+    if not isinstance(chosen, codecs.Codec):
+        raise InvalidArgument("codec must have encode(value) and decode(data) methods")
+    definition = WorkDefinition(name, version, safe, policy, chosen)
+    with _LOCK:
+        if (name, version) in _REGISTRY:
+            raise DuplicateWorkDefinition("this Work name and version are already defined",
+                                          work_name=name, work_version=version)
+        _REGISTRY[(name, version)] = definition
+    return definition
+
+
+def lookup(name: str, version: str) -> WorkDefinition | None:
+    """The definition registered in this process, or None."""
+    return _REGISTRY.get((name, version))
+
+
+def registered() -> tuple[WorkDefinition, ...]:
+    """Every definition of this process, in registration order."""
+    return tuple(_REGISTRY.values())
+
+
+def autodiscover() -> None:
+    """Import ``<app>.work`` of every installed app, so their definitions are registered."""
+    autodiscover_modules("work")
+
+
+def _unregister(name: str, version: str) -> None:
+    """Forget a definition (test support only: definitions are process-wide)."""
+    with _LOCK:
+        _REGISTRY.pop((name, version), None)

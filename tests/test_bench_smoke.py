@@ -1,0 +1,53 @@
+"""Smoke test of the benchmark harness (issue 8): the smallest raw-ceiling configuration runs
+against the test database in well under a second and materializes exactly the due set.
+
+It pins what the raw ceiling must do to be a fair reference for ``process_due``: one occurrence
+with its Work link, one Work and one Work dispatch row per due schedule, the cursor moved to the
+instant and the lease released with the next due time — and nothing left to claim.
+"""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from bench import common, schedules, seed
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DUE = 30
+
+
+def _count(conn: psycopg.Connection, sql: str) -> int:
+    return conn.execute(sql).fetchone()[0]
+
+
+@pytest.mark.parametrize("batch, batched_write", [(1, False), (10, False), (10, True)])
+def test_raw_ceiling__materializes_every_due_schedule_once(committed_clock, pg_factory, batch,
+                                                           batched_write):
+    conn = pg_factory(autocommit=True)
+    committed_clock.set(seed.T0)
+    seed.synthetic_prototype(conn, "proto-due", seed.DUE_INTERVAL)
+    seed.replicate(conn, "proto-due", "s", DUE)
+    seed.drop_prototypes(conn, ["proto-due"])
+    committed_clock.set(seed.T_RUN)
+
+    queries = common.queries("raw.sql")
+    done, claims = schedules.materialize_raw(conn, queries, "bench-smoke", batch, batched_write,
+                                             seconds=30.0, limit=10 * DUE)
+
+    assert done == DUE
+    assert claims == -(-DUE // batch) + 1  # the last claim finds nothing due
+    assert _count(conn, "select count(*) from durable_schedule_occurrence"
+                        " where state = 'materialized' and work_id is not null") == DUE
+    assert _count(conn, "select count(*) from durable_work where state = 'pending'") == DUE
+    assert _count(conn, "select count(*) from durable_work_dispatch") == DUE
+    assert _count(conn, "select count(*) from durable_schedule_definition"
+                        f" where cursor_utc = '{(seed.T0 + seed.DUE_INTERVAL).isoformat()}'") \
+        == DUE
+    assert _count(conn, "select count(*) from durable_schedule_dispatch"
+                        " where lease_owner is null and due_at ="
+                        f" '{(seed.T0 + 2 * seed.DUE_INTERVAL).isoformat()}'") == DUE
+    again, _ = schedules.materialize_raw(conn, queries, "bench-smoke", batch, batched_write,
+                                         seconds=30.0, limit=10 * DUE)
+    assert again == 0

@@ -1,0 +1,30 @@
+"""Issue 3 item 7: ``manage.py process_work`` is a thin command over ``process_work_pass``."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from durable_schedule import work
+from tests.work.conftest import work_row
+
+pytestmark = pytest.mark.django_db
+
+
+def test_process_work__runs_one_bounded_pass_and_prints_its_counts(clock):
+    work.autodiscover()
+    touch = work.lookup("demo.touch", "v1")
+    ids = [touch.enqueue(scope="tenant-a", command="c", idempotency_key=f"k{i}",
+                         payload={}).work_id for i in range(3)]
+    out = StringIO()
+    call_command("process_work", "--max-items", "2", "--batch", "1", "--lease-owner", "cmd",
+                 "--no-heartbeat", stdout=out)
+    assert out.getvalue().startswith("claimed=2 admitted=2 succeeded=2 ")
+    assert [work_row(i, "state")[0] for i in ids] == ["succeeded", "succeeded", "pending"]
+
+
+def test_process_work__a_bad_lease_fails_with_its_diagnostic_code(clock):
+    with pytest.raises(CommandError, match="DS404"):
+        call_command("process_work", "--lease-owner", "bad\towner", stdout=StringIO())
