@@ -87,8 +87,8 @@ def run_loop(
     maintenance: Callable[[], None] | None = None,
     max_passes: int | None = None,
 ) -> LoopStats:
-    """Run passes until ``stop`` is set. ``run_once`` returns counts; a pass "did work" when any
-    count other than ``noop`` is positive. Transient errors are retried by ``run_with_retry``;
+    """Run passes until ``stop`` is set. ``run_once`` returns counts; a pass "did work" when it
+    claimed something. Transient errors are retried by ``run_with_retry``;
     any other error propagates (the command exits non-zero with the error chain)."""
     stats = LoopStats()
     listener = _listen_connection(channel)
@@ -103,7 +103,8 @@ def run_loop(
             stats.passes += 1
             for key, value in counts.items():
                 stats.totals[key] = stats.totals.get(key, 0) + value
-            busy = any(v > 0 for k, v in counts.items() if k not in ("noop",))
+            # A pass that claimed anything may have left more due rows behind it: go again.
+            busy = counts.get("claimed", 0) > 0
             log.info("%s pass %d: %s", name, stats.passes,
                      " ".join(f"{k}={v}" for k, v in counts.items()),
                      extra={"runner": name, "counts": counts})

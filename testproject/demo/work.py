@@ -65,3 +65,7 @@ touch = work.define("demo.touch", "v1", safety=work.ProviderSafety.IDEMPOTENT)
 def do_touch(ctx: work.WorkContext, payload: dict) -> dict:
     Effect.objects.create(work_id=ctx.work_id, attempt=ctx.attempt, key="touch")
     return {"touched": ctx.attempt}
+
+
+# Definitions of the runner tests, registered wherever this module is (process_work imports it).
+from demo import runner_targets  # noqa: E402,F401

@@ -86,3 +86,8 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {"durable_schedule": {"handlers": ["console"], "level": "INFO"}},
 }
+
+DURABLE_SCHEDULE = {
+    # Tests of the --loop runners raise this to prove a wake-up came from NOTIFY, not the timer.
+    "MAX_IDLE_SECONDS": float(os.environ.get("DURABLE_MAX_IDLE_SECONDS", "5")),
+}

@@ -5,8 +5,8 @@ claim lease of ``--lease-seconds``; runs executors with the deadline-bounded can
 and a watchdog thread that renews each attempt's lease at its policy's renewal cadence. Before
 the pass it imports the ``work`` module of every installed app, so definitions in
 ``<app>/work.py`` are registered. Prints the pass's counts (``-v 0`` prints nothing); exits 0, or
-non-zero with the diagnostic code when the pass fails. ``--loop`` is a later issue: it will call
-the same :func:`durable_schedule.work.process_work_pass`.
+non-zero with the diagnostic code when the pass fails. ``--loop`` runs passes until SIGTERM or
+SIGINT (durable_schedule.runner: NOTIFY wake-up, transient-error retry, graceful stop, exit 0).
 """
 
 from __future__ import annotations
@@ -39,17 +39,31 @@ class Command(BaseCommand):
                                  " an admitted attempt holds its policy's lease")
         parser.add_argument("--no-heartbeat", action="store_true",
                             help="do not renew leases in a background thread while executors run")
+        parser.add_argument("--loop", action="store_true",
+                            help="keep running passes until SIGTERM/SIGINT (docs/operations.md)")
 
     def handle(self, *args, **options) -> None:
         work.autodiscover()
-        try:
-            counts = work.process_work_pass(
+
+        def one_pass(stop=None):
+            return work.process_work_pass(
                 max_items=options["max_items"],
                 batch=options["batch"],
                 lease_owner=options["lease_owner"],
                 lease_seconds=options["lease_seconds"],
                 heartbeat=not options["no_heartbeat"],
+                stop=stop,
             )
+
+        try:
+            if options["loop"]:
+                from durable_schedule.runner.service import serve
+
+                stats = serve("work", lambda stop: one_pass(stop).as_dict())
+                if options["verbosity"] >= 1:
+                    self.stdout.write(f"stopped after {stats.passes} passes: {stats.totals}")
+                return
+            counts = one_pass()
         except DurableError as exc:
             raise CommandError(f"process_work failed: {exc}") from exc
         if options["verbosity"] >= 1:

@@ -1,0 +1,64 @@
+"""What the ``--loop`` flags of ``process_schedules`` and ``process_work`` run (issue 5 item 1).
+
+``serve()`` wires a pass function into :func:`durable_schedule.runner.loop.run_loop` with the
+queue's NOTIFY channel, the database's own "seconds until the next due row" (PostgreSQL decides
+due-ness; Python only sizes its sleep), SIGTERM/SIGINT handling and, for the schedule runner,
+daily partition maintenance under an advisory lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from durable_schedule.operations.partitions import ensure_partitions
+from durable_schedule.runner.loop import LoopStats, StopFlag, run_loop
+from durable_schedule.store.sqlfiles import query
+from durable_schedule.store.transactions import connection
+
+log = logging.getLogger("durable_schedule.runner")
+
+CHANNELS = {"schedule": "durable_schedule_due", "work": "durable_work_due"}
+
+
+def seconds_until_due(queue: str, *, using: str | None = None) -> float | None:
+    with connection(using).cursor() as cur:
+        cur.execute(query("operations_queries.sql", "seconds_until_due"), [queue])
+        value = cur.fetchone()[0]
+    return None if value is None else float(value)
+
+
+def _maintain_partitions() -> None:
+    created = ensure_partitions(wait=False)
+    if created:
+        log.info("created history partitions %s", ", ".join(created))
+
+
+def serve(
+    queue: str,
+    run_once: Callable[[StopFlag], dict[str, int]],
+    *,
+    stop: StopFlag | None = None,
+    max_passes: int | None = None,
+    install_signals: bool = True,
+) -> LoopStats:
+    """Run ``run_once(stop)`` passes until SIGTERM/SIGINT (or ``stop``); returns the totals."""
+    if queue not in CHANNELS:
+        raise ValueError(f"unknown queue {queue!r}")
+    stop = stop or StopFlag()
+    if install_signals:
+        stop.install_signal_handlers()
+    log.info("%s runner started", queue, extra={"runner": queue})
+    stats = run_loop(
+        name=queue,
+        run_once=lambda: run_once(stop),
+        channel=CHANNELS[queue],
+        seconds_until_due=lambda: seconds_until_due(queue),
+        stop=stop,
+        maintenance=_maintain_partitions if queue == "schedule" else None,
+        max_passes=max_passes,
+    )
+    log.info("%s runner stopped after %d passes: %s", queue, stats.passes,
+             " ".join(f"{k}={v}" for k, v in sorted(stats.totals.items())),
+             extra={"runner": queue, "counts": stats.totals})
+    return stats

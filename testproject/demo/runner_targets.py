@@ -1,0 +1,20 @@
+"""Work definitions used by the --loop runner tests (tests/runner/)."""
+
+from __future__ import annotations
+
+import time
+
+from demo.models import Effect
+from durable_schedule import work
+
+slow = work.define("demo.slow", "v1", safety=work.ProviderSafety.IDEMPOTENT)
+
+
+@slow.executor
+def run_slowly(ctx: work.WorkContext, payload: dict) -> dict:
+    # Real time on purpose: the runner tests stop a loop while an executor is busy. Bounded.
+    deadline = time.monotonic() + min(float(payload.get("seconds", 1.0)), 10.0)
+    while time.monotonic() < deadline and not ctx.cancelled.is_set():
+        time.sleep(0.05)
+    Effect.objects.create(work_id=ctx.work_id, attempt=ctx.attempt, key="slow")
+    return {"slept": payload.get("seconds", 1.0)}

@@ -1,0 +1,59 @@
+"""Running the --loop commands as real subprocesses against the test database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+
+from tests.conftest import database_url
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def start_loop(command: str, *args: str, env: dict | None = None) -> subprocess.Popen:
+    full_env = dict(os.environ, DATABASE_URL=database_url(), PYTHONUNBUFFERED="1")
+    full_env.update(env or {})
+    return subprocess.Popen(
+        [sys.executable, "testproject/manage.py", command, "--loop", *args],
+        cwd=ROOT, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+
+
+def wait_until(predicate, *, timeout: float = 20.0, what: str = "condition"):
+    """Poll the database (not protocol time) until ``predicate()`` is truthy; bounded."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def sql(query: str, params=()):
+    with psycopg.connect(database_url(), autocommit=True) as conn:
+        return conn.execute(query, params).fetchall()
+
+
+def listening(channel: str) -> bool:
+    rows = sql("select count(*) from pg_stat_activity where datname = current_database()"
+               " and query = %s and state = 'idle'", (f"LISTEN {channel}",))
+    return rows[0][0] > 0
+
+
+def stop(proc: subprocess.Popen, sig=signal.SIGTERM, timeout: float = 20.0) -> tuple[int, str]:
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        raise AssertionError("the loop did not stop within the timeout:\n" + out) from None
+    return proc.returncode, out

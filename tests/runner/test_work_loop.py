@@ -1,0 +1,45 @@
+"""Issue 5 item 1 for `process_work --loop`: NOTIFY wakes an idle loop at once; SIGTERM during a
+pass lets the current item finish and exits 0 with no lease left behind."""
+
+from __future__ import annotations
+
+import pytest
+from demo.work import touch  # noqa: F401  (registers the definitions in this process)
+
+from demo import runner_targets
+from tests.runner.loophelpers import listening, sql, start_loop, stop, wait_until
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
+
+
+def test_work_loop__notify_wakes_an_idle_loop_well_before_its_idle_timer():
+    # The idle timer is 10 minutes: if the Work runs at all within the test's bound, NOTIFY woke
+    # the loop. Real clock (no controlled clock): latency is measured by PostgreSQL.
+    proc = start_loop("process_work", env={"DURABLE_MAX_IDLE_SECONDS": "600"})
+    try:
+        wait_until(lambda: listening("durable_work_due"), what="the loop to LISTEN and idle")
+        touch.enqueue(scope="tenant-a", command="c-1", idempotency_key="k-1", payload={})
+        wait_until(lambda: sql("select 1 from durable_work where state = 'succeeded'"),
+                   timeout=30, what="the Work to run")
+        [(latency,)] = sql("select extract(epoch from attempt_started_at - accepted_at)"
+                           " from durable_work")
+        assert latency < 1.0, f"woken after {latency:.3f}s"
+    finally:
+        code, out = stop(proc)
+    assert code == 0, out
+
+
+def test_work_loop__sigterm_mid_pass_finishes_the_item_and_exits_zero():
+    runner_targets.slow.enqueue(scope="tenant-a", command="c-1", idempotency_key="k-1",
+                                payload={"seconds": 1.5})
+    proc = start_loop("process_work")
+    try:
+        wait_until(lambda: sql("select 1 from durable_work where state = 'running'"),
+                   what="the executor to start")
+    finally:
+        code, out = stop(proc)
+    assert code == 0, out
+    assert sql("select state from durable_work") == [("succeeded",)]
+    # Terminal Work leaves no dispatch row, so no lease of this process outlives it.
+    assert sql("select count(*) from durable_work_dispatch") == [(0,)]
+    assert sql("select count(*) from demo_effect") == [(1,)]
