@@ -182,8 +182,9 @@ def table(results: dict, s: dict) -> str:
                   f"{lat['work_started']} Work started): p50 {_fmt(lat['p50_ms'], 1)} ms, "
                   f"p99 {_fmt(lat['p99_ms'], 1)} ms, max {_fmt(lat['max_ms'], 1)} ms", ""]
     if s.get("binding"):
-        lines += ["**Experiment: server-side binding** (ours with Django's psycopg "
-                  "`server_side_binding`, as a ratio of the default client-side binding): "
+        lines += ["**Experiment: prepared statements** (ours with Django OPTIONS "
+                  "`server_side_binding=True, prepare_threshold=5`, as a ratio of Django's "
+                  "default client-side binding): "
                   + ", ".join(f"{k} {_mmm(v, 2)}" for k, v in s["binding"].items()), ""]
     if results.get("errors"):
         lines += ["**Not measured**: " + "; ".join(results["errors"]), ""]
@@ -253,7 +254,8 @@ def chart(results: dict, s: dict, path: Path) -> None:
     ax.set_xlabel("schedules in the store (1,000 due)")
     ax.set_ylabel("ms (median)")
     ax.set_title("Pass cost vs idle schedules")
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
     meta = results.get("meta", {})
     fig.suptitle(f"durable_schedule bench — {meta.get('started', '')} ({meta.get('mode', '')}, "
                  f"{meta.get('rounds', '')} rounds, median with min–max)", fontsize=10)
@@ -281,4 +283,5 @@ def _bars(ax, data: dict, impls: list[str], label, title: str) -> None:
     ax.set_xticks(range(len(keys)))
     ax.set_xticklabels([label(("", *k)) for k in keys], fontsize=8)
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)

@@ -16,6 +16,7 @@ are still processed: that is bounded by the claim size and keeps their leases fr
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import unicodedata
@@ -27,7 +28,14 @@ from typing import Any
 from durable_schedule import conf
 from durable_schedule.errors import DurableError, InvalidArgument
 from durable_schedule.processor.dispatcher import MAX_ROWS, claim, validate_lease
-from durable_schedule.processor.step import ScheduleOutcome, process_claim
+from durable_schedule.processor.step import (
+    ScheduleOutcome,
+    is_quarantinable,
+    process_claim,
+    quarantine_claim,
+)
+
+log = logging.getLogger("durable_schedule.processor")
 
 COUNT_FIELDS = ("claimed", "materialized", "coalesced", "recovered", "skipped", "superseded",
                 "suspended", "noop")
@@ -143,10 +151,19 @@ def process_due(
         remaining -= len(claims)
         for one in claims:
             try:
-                counts.record(process_claim(one, owner, using=using))
+                outcome = process_claim(one, owner, using=using)
             except DurableError as exc:
-                exc.context.setdefault("pass_counts", counts.as_dict())
-                raise
+                if not is_quarantinable(exc):
+                    exc.context.setdefault("pass_counts", counts.as_dict())
+                    raise
+                # A row this code cannot evaluate is quarantined; the pass goes on (spec 002).
+                outcome = quarantine_claim(one, owner, exc, using=using)
+            counts.record(outcome)
+            log.debug("schedule %s/%s: %s", outcome.scope_id, outcome.schedule_id,
+                      outcome.action, extra={
+                          "scope_id": outcome.scope_id, "schedule_id": outcome.schedule_id,
+                          "action": outcome.action, "reason": outcome.reason,
+                          "work_id": str(outcome.work_id) if outcome.work_id else None})
         if len(claims) < wanted:
             break  # nothing else is due now (or other passes hold it)
     return counts

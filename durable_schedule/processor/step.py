@@ -25,6 +25,7 @@ Work, occurrences. The trigger's dispatch update never waits for us: its ``WHERE
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -38,6 +39,7 @@ from durable_schedule.barriers import (
 )
 from durable_schedule.errors import (
     DurableError,
+    ScheduleError,
     ScheduleLeaseLost,
     ScheduleNotFound,
     SchemaBelowFloor,
@@ -72,6 +74,62 @@ class ScheduleOutcome:
     first: datetime | None = None
     last: datetime | None = None
     detail: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+log = logging.getLogger("durable_schedule.processor")
+
+#: Suspension reason of a quarantined schedule (DESIGN §4.11, spec 002 "Bad-row quarantine").
+QUARANTINE_REASON = "unevaluable"
+
+
+def is_quarantinable(exc: BaseException) -> bool:
+    """A stored row this code cannot evaluate (tampered or foreign spec, unknown kind or
+    evaluator version, a stored policy that no longer validates): quarantine it, don't die."""
+    if isinstance(exc, UnevaluableGeneration):
+        return True
+    return isinstance(exc, ScheduleError) and exc.context.get("phase") == "evaluate"
+
+
+def quarantine_claim(claim: Claim, lease_owner: str, error: DurableError, *,
+                     using: str | None = None) -> ScheduleOutcome:
+    """Suspend the claimed schedule with reason ``unevaluable`` and the error as evidence, in a
+    fresh scoped transaction (the failed one rolled back), guarded by the claim like every
+    other write; the pass then goes on with the other schedules (spec 002)."""
+    base = {"routing_id": claim.routing_id, "scope_id": None, "schedule_id": claim.schedule_id}
+    with routed(claim.routing_id, using=using) as (cur, scope_id):
+        base["scope_id"] = scope_id
+        if scope_id is None:
+            raise error
+        fences = records.lock_fences(cur, scope_id)
+        d = records.lock_definition(cur, scope_id, claim.schedule_id)
+        lease = run(cur, "lock_claimed_dispatch",
+                    {"routing_id": claim.routing_id, "schedule_id": claim.schedule_id}).fetchone()
+        if lease is None or lease[0] != lease_owner or lease[1] != claim.dispatch_revision:
+            return ScheduleOutcome(**base, action="superseded")
+        ctx = _Ctx(cur, scope_id, claim, lease_owner, fences, d)
+        if d is None or d.state != "active":
+            ctx.finish_claim(None)
+            return ScheduleOutcome(**base, action="noop")
+        evidence = {
+            "code": error.code, "message": error.message,
+            "context": {k: _jsonable(v) for k, v in error.context.items()
+                        if k not in ("pass_counts",)},
+            "generation": d.generation, "cursor_utc": iso(d.cursor_utc),
+            "checked_at": iso(ctx.now()),
+        }
+        ctx.suspend(QUARANTINE_REASON, evidence)
+    log.warning("quarantined schedule %s/%s: %s", scope_id, claim.schedule_id, error,
+                extra={"scope_id": scope_id, "schedule_id": claim.schedule_id,
+                       "code": error.code, "reason": QUARANTINE_REASON})
+    return ScheduleOutcome(**base, action="suspend", reason=QUARANTINE_REASON, detail=evidence)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, datetime):
+        return iso(value)
+    return str(value)
 
 
 @dataclass

@@ -106,9 +106,12 @@ def run_with_retry(
             if not is_transient(exc):
                 raise
             if attempt == RETRIES:
+                # The processor notes the schedule identity and phase on database errors.
+                notes = "; ".join(getattr(exc, "__notes__", ()))
+                last = f"{type(exc).__name__}: {str(exc).strip()}"
                 raise RetriesExhausted(
                     f"{phase} failed {RETRIES + 1} times with transient database errors; "
-                    f"last: {type(exc).__name__}: {exc}".strip(),
+                    f"last: {last}" + (f" ({notes})" if notes else ""),
                     phase=phase, sqlstate=sqlstate_of(exc), **identity,
                 ) from exc
             delay = BACKOFF[attempt]

@@ -37,8 +37,10 @@ def wait_until(predicate, *, timeout: float = 20.0, what: str = "condition"):
 
 
 def sql(query: str, params=()):
+    """Run one statement in its own committed transaction; its rows (empty when none)."""
     with psycopg.connect(database_url(), autocommit=True) as conn:
-        return conn.execute(query, params).fetchall()
+        cur = conn.execute(query, params)
+        return cur.fetchall() if cur.description else []
 
 
 def listening(channel: str) -> bool:

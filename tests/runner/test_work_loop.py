@@ -4,9 +4,9 @@ pass lets the current item finish and exits 0 with no lease left behind."""
 from __future__ import annotations
 
 import pytest
+from demo import runner_targets
 from demo.work import touch  # noqa: F401  (registers the definitions in this process)
 
-from demo import runner_targets
 from tests.runner.loophelpers import listening, sql, start_loop, stop, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]

@@ -11,7 +11,7 @@ import pytest
 from django.db import transaction
 
 from durable_schedule import schedules
-from durable_schedule.errors import DurableError, UnevaluableGeneration
+from durable_schedule.errors import DurableError
 from durable_schedule.processor import PassCounts, process_due
 from durable_schedule.processor import processor as processor_module
 from tests.schedules.conftest import (
@@ -20,6 +20,7 @@ from tests.schedules.conftest import (
     SECOND,
     T0,
     create,
+    definition,
     dispatch,
     leave_transaction_forms,
     occurrences,
@@ -134,36 +135,46 @@ def tamper_generation(schedule_id: str) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_failure_of_one_schedule__keeps_the_committed_facts_of_the_others(
-        committed_clock, target):
+def test_unevaluable_schedule__is_quarantined_and_the_pass_goes_on(committed_clock, target):
+    # DESIGN §4.11 / spec 002: a row that cannot be evaluated is suspended with reason and
+    # evidence; the schedules before and after it in the same pass still produce Work.
     create("a-first", schedules.Every(HOUR), target)
     committed_clock.set(T0 + SECOND)
     create("b-broken", schedules.Every(HOUR), target)
+    committed_clock.set(T0 + 2 * SECOND)
+    create("c-last", schedules.Every(HOUR), target)
     with transaction.atomic():
         tamper_generation("b-broken")
-    committed_clock.set(DUE + 2 * SECOND)
-    with pytest.raises(UnevaluableGeneration) as err:
-        process_due(max_schedules=10, lease_owner="w")
-    context = err.value.context
-    assert (context["phase"], context["scope_id"], context["schedule_id"]) == (
-        "evaluate", SCOPE, "b-broken")
-    assert context["pass_counts"]["materialized"] == 1
-    assert [o[1] for o in occurrences("a-first")] == ["nominal"]  # committed, kept
+    committed_clock.set(DUE + 3 * SECOND)
+    counts = process_due(max_schedules=10, lease_owner="w")
+    assert (counts.materialized, counts.suspended) == (2, 1)
+    assert [o[1] for o in occurrences("a-first")] == ["nominal"]
+    assert [o[1] for o in occurrences("c-last")] == ["nominal"]
     assert occurrences("b-broken") == []
-    assert len(works()) == 1
+    broken = definition("b-broken")
+    assert (broken["state"], broken["suspension_reason"]) == ("suspended", "unevaluable")
+    evidence = broken["suspension_evidence"]
+    assert evidence["code"] == "DS114" and evidence["context"]["phase"] == "evaluate"
+    assert len(works()) == 2
+    # The quarantined row is not due again: the next pass leaves it alone.
+    committed_clock.set(DUE + HOUR + 4 * SECOND)
+    again = process_due(max_schedules=10, lease_owner="w")
+    assert again.suspended == 0 and occurrences("b-broken") == []
 
 
 @pytest.mark.django_db
-def test_foreign_pending_occurrence__is_refused_as_unevaluable_with_its_identity(clock, target):
+def test_foreign_pending_occurrence__is_quarantined_as_unevaluable_with_its_identity(clock, target):
     create("s", schedules.Every(HOUR), target)
     schedules.update(SCOPE, "s", expected_revision=1)
     rows("insert into durable_schedule_occurrence (scope_id, schedule_id, generation, kind,"
          " first_nominal_utc, last_nominal_utc, state, created_at, updated_at)"
          " values (%s, 's', 1, 'coalesced', %s, %s, 'pending', now(), now()) returning id",
          (SCOPE, DUE, DUE))
-    with pytest.raises(UnevaluableGeneration) as err:
-        run_pass(clock, DUE)
-    context = err.value.context
+    counts = run_pass(clock, DUE)
+    assert counts.suspended == 1
+    stored = definition("s")
+    assert stored["suspension_reason"] == "unevaluable"
+    context = stored["suspension_evidence"]["context"]
     assert (context["reason"], context["phase"], context["schedule_id"]) == (
         "foreign_pending_occurrence", "evaluate", "s")
     assert works() == []

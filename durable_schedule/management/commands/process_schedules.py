@@ -3,7 +3,10 @@
 By default one pass over at most ``--max-schedules`` due schedules, for cron, a systemd timer or
 a Kubernetes CronJob. ``--passes N`` runs up to N passes and stops early after a pass that
 claimed nothing. Prints each pass's counts (``-v 2`` lists every schedule's decision; ``-v 0``
-prints nothing); exits 0, or non-zero with the diagnostic code when a pass fails.
+prints nothing); exits 0, or non-zero with the diagnostic code when a pass fails. A transient
+database error is retried (rollback, 3 retries, 250 ms -> 500 ms -> 1 s) before a pass fails.
+``--loop`` runs passes until SIGTERM/SIGINT (durable_schedule.runner: NOTIFY wake-up, quarantine
+of unevaluable rows, transient-error retry, daily partition maintenance, graceful stop, exit 0).
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
 
 from durable_schedule import conf
 from durable_schedule.errors import DurableError
 from durable_schedule.processor import PassCounts, process_due
 from durable_schedule.processor.processor import default_lease_owner
+from durable_schedule.runner.retry import run_with_retry
 
 
 def _positive(text: str) -> int:
@@ -42,19 +47,28 @@ class Command(BaseCommand):
         parser.add_argument("--passes", type=_positive, default=1,
                             help="passes to run at most; stops after a pass that claimed "
                                  "nothing (default 1)")
+        parser.add_argument("--loop", action="store_true",
+                            help="keep running passes until SIGTERM/SIGINT (docs/operations.md)")
 
     def handle(self, *args, **options) -> None:
         verbosity = options["verbosity"]
         owner = options["lease_owner"] or default_lease_owner()
         seconds = options["lease_seconds"] or conf.lease_seconds()
+
+        def one_pass(cancel=None) -> PassCounts:
+            return process_due(options["max_schedules"], lease_owner=owner,
+                               lease_duration=timedelta(seconds=seconds),
+                               claim_batch=options["claim_batch"], cancel=cancel)
+
+        if options["loop"]:
+            self._loop(one_pass, verbosity)
+            return
         total = PassCounts()
         for number in range(1, options["passes"] + 1):
             try:
-                counts = process_due(options["max_schedules"], lease_owner=owner,
-                                     lease_duration=timedelta(seconds=seconds),
-                                     claim_batch=options["claim_batch"])
-            except DurableError as exc:
-                raise CommandError(f"pass {number} failed: {exc}") from exc
+                counts = run_with_retry("schedule.pass", one_pass)
+            except (DurableError, DatabaseError) as exc:
+                raise CommandError(f"pass {number} failed: {_chain(exc)}") from exc
             total += counts
             if verbosity >= 1:
                 self.stdout.write(f"pass {number}: {_line(counts)}")
@@ -65,6 +79,38 @@ class Command(BaseCommand):
                 break
         if verbosity >= 1 and options["passes"] > 1:
             self.stdout.write(f"total: {_line(total)}")
+
+
+    def _loop(self, one_pass, verbosity: int) -> None:
+        from durable_schedule.runner.service import serve
+
+        def run_once(stop) -> dict[str, int]:
+            counts = one_pass(cancel=stop)
+            if verbosity >= 2:
+                for outcome in counts.outcomes:
+                    self.stdout.write("  " + _outcome(outcome))
+            return counts.as_dict()
+
+        try:
+            stats = serve("schedule", run_once)
+        except (DurableError, DatabaseError) as exc:
+            raise CommandError(f"schedule runner stopped: {_chain(exc)}") from exc
+        if verbosity >= 1:
+            self.stdout.write(f"stopped after {stats.passes} passes: {stats.totals}")
+
+
+def _chain(exc: BaseException) -> str:
+    """The error and its causes, with the notes that name the schedule and phase."""
+    parts = []
+    seen = 0
+    cur: BaseException | None = exc
+    while cur is not None and seen < 5:
+        text = f"{type(cur).__name__}: {str(cur).strip()}"
+        notes = getattr(cur, "__notes__", ())
+        parts.append(text + (f" [{'; '.join(notes)}]" if notes else ""))
+        cur = cur.__cause__
+        seen += 1
+    return " <- ".join(parts)
 
 
 def _line(counts: PassCounts) -> str:
