@@ -40,7 +40,7 @@ banner() {
 # ---- steps ---------------------------------------------------------------------------------------
 
 step_database() {
-    banner "database $DEMO_DB (created if missing)"
+    banner "database $DEMO_DB (dropped and created fresh)"
     "$PYTHON" - "$DATABASE_URL" <<'EOF'
 import sys
 from urllib.parse import unquote, urlsplit
@@ -54,12 +54,9 @@ name = unquote(parts.path.lstrip("/"))
 admin_url = parts._replace(path="/postgres").geturl()
 with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
     server = conn.execute("show server_version").fetchone()[0]
-    exists = conn.execute("select 1 from pg_database where datname = %s", (name,)).fetchone()
-    if exists:
-        print(f"database {name} already exists (PostgreSQL {server})")
-    else:
-        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
-        print(f"created database {name} (PostgreSQL {server})")
+    conn.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
+    conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+    print(f"created database {name} (PostgreSQL {server})")
 EOF
 }
 
@@ -73,11 +70,22 @@ step_check() {
     "${MANAGE[@]}" check
 }
 
-# Later issues append their steps here (schedules, passes, Work, ...).
+step_story() {
+    banner "schedules, transactional Work, bounded passes (demo_story)"
+    "${MANAGE[@]}" demo_story
+}
+
+step_status() {
+    banner "durable_status (exit 1: the demo left a suspended schedule on purpose)"
+    "${MANAGE[@]}" durable_status || true
+}
+
 STEPS=(
     database
     migrate
     check
+    story
+    status
 )
 
 # ---- run ---------------------------------------------------------------------------------------
