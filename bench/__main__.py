@@ -7,7 +7,7 @@
 
 Prints the table (Markdown), writes bench/results/latest.{json,md,png}. Scenarios that need a
 part of the runtime that does not exist yet are reported as "not measured", never faked.
-Every bench database is named ``ds_bench_*`` and dropped at the end.
+Every bench database is named ``ds_bench_<run id>_*`` and dropped at the end.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ FULL = Config("full", 3, 10_000, tuple((p, b) for b in (1, 100) for p in (1, 2, 
               (1_000, 100_000, 1_000_000), 20_000, (1, 2, 4), 5.0, 1_000, 10.0, latency.LOADS,
               ("ours", "raw"))
 QUICK = Config("quick", 1, 2_000, ((1, 1), (4, 100)), 1.0, (1_000, 100_000), 5_000, (1, 4),
-               1.5, 200, 3.0, (latency.LOADS[-1],), ("ours",))
+               1.5, 0, 3.0, (latency.LOADS[-1],), ("ours",))
 
 
 class Bench:
@@ -58,6 +58,7 @@ class Bench:
         self.results: dict = {"schedule": [], "work": [], "enqueue": [], "scale": [],
                               "binding": [], "errors": []}
         self.caps: dict[str, bool] = {}
+        self.lock = None  # the run's advisory-lock connection (common.hold_run_lock)
 
     def guarded(self, what: str, fn, *args):
         try:
@@ -71,6 +72,7 @@ class Bench:
         cfg = self.cfg
         started = time.strftime("%Y-%m-%d %H:%M:%S")
         t_start = time.monotonic()
+        common.drop_stale_dbs(self.lock)
         common.log("migrating the bench template database (manage.py migrate)")
         common.migrated_template()
         self.caps = seed.build_prototypes()
@@ -97,6 +99,7 @@ class Bench:
             "schedules": cfg.schedules, "work_items": cfg.work_items,
             "duration_s": round(time.monotonic() - t_start, 1), "capabilities": self.caps,
             "python": sys.version.split()[0], "server": _server_version(),
+            "commit": _commit(),
         }
         return self.results
 
@@ -153,11 +156,11 @@ class Bench:
                             {"impl": impl, "workers": workers, "round": rnd, **out})
                         common.log(f"work r{rnd} {impl:13} w{workers} {out['rate']:8.0f}/s "
                                    f"({out['count']} in {out['elapsed']:.1f}s)")
-            if with_ours:
+            if with_ours and cfg.enqueue_n:
                 out = self.guarded("enqueue ours", work.enqueue_rate, cfg.enqueue_n)
                 if out:
                     self.results["enqueue"].append({"impl": "ours", "round": rnd, **out})
-            if with_peer:
+            if with_peer and cfg.enqueue_n:
                 out = self.guarded("defer procrastinate", peer.defer_rate, cfg.enqueue_n)
                 if out:
                     self.results["enqueue"].append({"impl": "procrastinate", "round": rnd,
@@ -194,22 +197,42 @@ class Bench:
     def scale_scenario(self, with_ours: bool) -> None:
         cfg = self.cfg
         impls = [i for i in cfg.scale_impls if with_ours or i != "ours"] or ["raw"]
+        totals = []
         for total in cfg.scale_totals:
             common.log(f"scale: loading {total:,} schedules (1,000 due)")
-            if self.guarded(f"scale build {total}", scale.build, total) is None:
-                continue
-            for rnd in range(cfg.rounds):
+            if self.guarded(f"scale build {total}", scale.build, total) is not None:
+                totals.append(total)
+        for rnd in range(cfg.rounds):
+            for total in (totals if rnd % 2 == 0 else totals[::-1]):
                 for impl in (impls if rnd % 2 == 0 else impls[::-1]):
-                    out = self.guarded(f"scale {impl} {total}", scale.measure, impl)
+                    out = self.guarded(f"scale {impl} {total}", scale.measure, impl, total)
                     if out:
                         self.results["scale"].append(
                             {"impl": impl, "total": total, "round": rnd, **out})
                         common.log(f"scale r{rnd} {impl:4} {total:>9,}: claim "
                                    f"{out['claim_ms']:.2f} ms, pass {out['pass_ms']:.1f} ms")
-            if total == max(cfg.scale_totals):
-                self.results["explain"] = self.guarded("explain", scale.explain)
-                self.results["explain_total"] = total
-            common.drop_db(scale.LOADED_DB)
+        if totals:
+            self.results["explain"] = self.guarded("explain", scale.explain, max(totals))
+            self.results["explain_total"] = max(totals)
+        for total in totals:
+            common.drop_db(scale.loaded_db(total))
+
+
+def _commit() -> str:
+    """HEAD of the work tree, with "+dirty" when the runtime had uncommitted changes."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=common.ROOT, capture_output=True, text=True,
+                              timeout=30)
+        return done.stdout.strip()
+
+    try:
+        head = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--", "durable_schedule")
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    return head + ("+dirty" if dirty else "")
 
 
 def _server_version() -> str:
@@ -234,11 +257,13 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown scenarios: {sorted(unknown)}")
     bench = Bench(cfg, only)
+    bench.lock = common.hold_run_lock()
     try:
         results = bench.run()
     finally:
         for name in common.list_bench_dbs():
             common.drop_db(name)
+        bench.lock.close()
     paths = report.write(results, args.out)
     s = report.summarize(results)
     print(report.table(results, s))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import re
+import secrets
 import statistics
 import subprocess
 import sys
@@ -27,7 +28,15 @@ ROOT = Path(__file__).resolve().parent.parent
 TESTPROJECT = ROOT / "testproject"
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/durable_schedule"
-PREFIX = "ds_bench_"
+BASE_PREFIX = "ds_bench_"
+#: One run's databases are ``ds_bench_<run id>_*`` (6 random hex digits): two runs at once (from
+#: different sandboxes too) never touch each other's. Spawned children inherit the variable.
+RUN_ID = os.environ.setdefault("DS_BENCH_RUN", secrets.token_hex(3))
+PREFIX = f"{BASE_PREFIX}{RUN_ID}_"
+#: A run holds the session advisory lock (LOCK_CLASS, run id) while it lives; a run whose lock
+#: can be taken is gone, and its databases are dropped by the next run (liveness through
+#: PostgreSQL, not through process ids, which another PID namespace cannot see).
+LOCK_CLASS = 0x4453
 TEMPLATE_DB = PREFIX + "tpl"
 _NAME = re.compile(r"^-- name: (?P<name>[a-z0-9_ ]+?) --.*$", re.MULTILINE)
 
@@ -61,7 +70,7 @@ def admin_connect() -> psycopg.Connection:
 
 def drop_db(name: str) -> None:
     if not name.startswith(PREFIX):
-        raise ValueError(f"refusing to drop {name!r}: not a bench database")
+        raise ValueError(f"refusing to drop {name!r}: not a database of this bench run")
     with admin_connect() as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
@@ -76,11 +85,36 @@ def create_db(name: str, template: str | None = None) -> str:
 
 
 def list_bench_dbs() -> list[str]:
+    """This run's databases."""
     with admin_connect() as conn:
         rows = conn.execute(
-            "select datname from pg_database where datname like %s", [PREFIX + "%"]
+            "select datname from pg_database where starts_with(datname, %s)", [PREFIX]
         ).fetchall()
     return [r[0] for r in rows]
+
+
+def hold_run_lock() -> psycopg.Connection:
+    """Take this run's advisory lock; keep the returned connection open for the whole run."""
+    conn = admin_connect()
+    conn.execute("select pg_advisory_lock(%s, %s)", [LOCK_CLASS, int(RUN_ID, 16)])
+    return conn
+
+
+def drop_stale_dbs(lock_conn: psycopg.Connection) -> None:
+    """Drop the databases of earlier runs that are gone (a killed run leaves them behind)."""
+    names = [r[0] for r in lock_conn.execute(
+        "select datname from pg_database where starts_with(datname, %s)", [BASE_PREFIX]
+    ).fetchall()]
+    runs = {n[len(BASE_PREFIX):].split("_", 1)[0] for n in names}
+    for run in sorted(r for r in runs if re.fullmatch(r"[0-9a-f]{6}", r) and r != RUN_ID):
+        key = [LOCK_CLASS, int(run, 16)]
+        if lock_conn.execute("select pg_try_advisory_lock(%s, %s)", key).fetchone()[0]:
+            try:
+                for name in names:
+                    if name.startswith(f"{BASE_PREFIX}{run}_"):
+                        lock_conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            finally:
+                lock_conn.execute("select pg_advisory_unlock(%s, %s)", key)
 
 
 def django_env(url: str) -> dict[str, str]:

@@ -5,8 +5,10 @@ runners work for ``seconds``: latency of each Work = ``attempt_started_at`` (set
 when it admits the attempt) - ``first_nominal_utc`` of the occurrence it came from (the due
 instant). Both are database clock values, so Python's clock never enters the figure.
 
-Runners: ``manage.py process_schedules --loop`` and ``manage.py process_work --loop`` as
-subprocesses when both commands have ``--loop`` (stopped with SIGTERM); otherwise one child
+Runners: ``process_schedules --loop`` and ``process_work --loop``, each in its own child process
+through ``call_command`` (the bench's no-op Work definition must be registered in the worker's
+process, as a user's ``<app>/work.py`` is by autodiscovery), stopped with SIGTERM, when both
+commands have ``--loop``; otherwise one child
 process that alternates bounded passes, ``process_due(max_schedules=100)`` then
 ``process_work_pass(max_items=100)``, and sleeps ``POLL_SECONDS`` after a pass that found
 nothing — a stand-in for the loop, and the report says which one ran.
@@ -14,7 +16,7 @@ nothing — a stand-in for the loop, and the report says which one ran.
 
 from __future__ import annotations
 
-import signal
+import multiprocessing as mp
 import subprocess
 import sys
 import time
@@ -85,23 +87,34 @@ def passes_child(barrier, url: str, seconds: float) -> dict:
     return {"count": passes, "t0": t0, "t1": time.monotonic()}
 
 
+def loop_child(url: str, command: str) -> None:
+    """``manage.py <command> --loop`` in this process (``call_command``), after registering the
+    bench's no-op Work as a user's app module would; stops on SIGTERM like the real command."""
+    common.setup_django(url)
+    from django.core.management import call_command
+
+    from bench import ours
+
+    ours.noop_definition()
+    call_command(command, "--loop", verbosity=0)
+
+
 def _run_loops(url: str, seconds: float) -> None:
-    env = common.django_env(url)
-    manage = str(common.TESTPROJECT / "manage.py")
-    procs = [subprocess.Popen([sys.executable, manage, cmd, "--loop", "-v", "0"], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=loop_child, args=(url, cmd), daemon=True)
              for cmd in ("process_schedules", "process_work")]
+    for p in procs:
+        p.start()
     try:
         time.sleep(seconds)
     finally:
         for p in procs:
-            p.send_signal(signal.SIGTERM)
+            p.terminate()  # SIGTERM: the loop finishes its current item and exits 0
         for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
+            p.join(timeout=30)
+            if p.is_alive():
                 p.kill()
-                p.wait(timeout=10)
+                p.join(timeout=10)
 
 
 def measure_all(seconds: float, loads: tuple[int, ...] = LOADS) -> list[dict]:

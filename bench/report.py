@@ -115,8 +115,9 @@ def _scan_node(line: str) -> str:
 
 def table(results: dict, s: dict) -> str:
     meta = results.get("meta", {})
-    lines = [f"Run {meta.get('started', '?')} — mode {meta.get('mode', '?')}, "
-             f"{meta.get('rounds', '?')} round(s); median (min–max).", ""]
+    lines = [f"Run {meta.get('started', '?')} at commit {meta.get('commit', '?')} — mode "
+             f"{meta.get('mode', '?')}, {meta.get('rounds', '?')} round(s), "
+             f"{meta.get('duration_s', '?')} s; median (min–max).", ""]
     if s.get("schedule"):
         lines += ["**Schedule materialization** (occurrences + Work per second, "
                   f"{meta.get('schedules', '?')} due Every schedules)", "",

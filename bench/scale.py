@@ -1,6 +1,7 @@
 """Scenario 3: pass cost must not grow with idle schedules (DESIGN §5, PERFORMANCE.md).
 
-For each total (1k, 100k, 1M) a database holds 1,000 due Every(1 h) schedules and total - 1,000
+For each total (1k, 100k, 1M) a database (all loaded first, so rounds interleave the totals and
+drift of a shared machine hits them alike) holds 1,000 due Every(1 h) schedules and total - 1,000
 idle Every(30 days) ones (due a month later), bulk-loaded as the owner with INSERT ... SELECT
 generate_series, then VACUUM ANALYZE. Measured on a fresh copy per implementation:
 
@@ -20,15 +21,18 @@ import psycopg
 
 from bench import common, schedules, seed
 
-LOADED_DB = common.PREFIX + "scale"
 RUN_DB = common.PREFIX + "scale_run"
+
+
+def loaded_db(total: int) -> str:
+    return f"{common.PREFIX}scale_{total}"
 DUE = 1_000
 PASS_SIZE = 100
 CLAIM_REPEATS = 30
 
 
 def build(total: int) -> str:
-    url = common.create_db(LOADED_DB, template=seed.PROTO_DB)
+    url = common.create_db(loaded_db(total), template=seed.PROTO_DB)
     with psycopg.connect(url) as conn:
         seed.replicate(conn, "proto-due", "d", DUE)
         if total > DUE:
@@ -38,15 +42,16 @@ def build(total: int) -> str:
         common.set_clock(conn, seed.T_RUN)
         conn.autocommit = True
         conn.execute("vacuum analyze")
-    return LOADED_DB
+    return loaded_db(total)
 
 
-def clone() -> str:
+def clone(total: int) -> str:
     """A fresh copy of the loaded database (FILE_COPY: a checkpoint and a file copy, much
     faster than WAL-logging a million rows again)."""
     common.drop_db(RUN_DB)
     with common.admin_connect() as conn:
-        conn.execute(f'CREATE DATABASE "{RUN_DB}" TEMPLATE "{LOADED_DB}" STRATEGY = FILE_COPY')
+        conn.execute(f'CREATE DATABASE "{RUN_DB}" TEMPLATE "{loaded_db(total)}"'
+                     " STRATEGY = FILE_COPY")
     return common.db_url(RUN_DB)
 
 
@@ -129,9 +134,9 @@ def ours_passes_child(barrier, url: str) -> dict:
     return {"count": count, "t0": t0, "t1": time.monotonic(), "times": times}
 
 
-def measure(impl: str) -> dict:
+def measure(impl: str, total: int) -> dict:
     """One fresh copy of the loaded database: claim cost, then passes of ``impl``."""
-    url = clone()
+    url = clone(total)
     try:
         with psycopg.connect(url, autocommit=True) as conn:
             claim_ms = claim_cost_ms(conn)
@@ -148,8 +153,8 @@ def measure(impl: str) -> dict:
         common.drop_db(RUN_DB)
 
 
-def explain() -> list[str]:
-    url = clone()
+def explain(total: int) -> list[str]:
+    url = clone(total)
     try:
         with psycopg.connect(url, autocommit=True) as conn:
             return explain_claim(conn)

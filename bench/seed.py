@@ -16,6 +16,8 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 
+from bench import common
+
 #: The frozen instant prototypes are created at; schedules fire first at T0 + their interval.
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 DUE_INTERVAL = timedelta(hours=1)
@@ -101,9 +103,7 @@ def replicate(conn: psycopg.Connection, prototype: str, prefix: str, count: int,
 
 def history(conn: psycopg.Connection, n: int) -> None:
     """``n`` finished occurrences with succeeded Work of retired schedules (see seed.sql)."""
-    from bench.common import queries
-
-    conn.execute(queries("seed.sql")["history"],
+    conn.execute(common.queries("seed.sql")["history"],
                  {"scope": SCOPE, "n": n, "at": T0 - timedelta(days=1)})
     conn.commit()
 
@@ -119,7 +119,7 @@ def drop_prototypes(conn: psycopg.Connection, prototypes: list[str]) -> None:
 
 PROTOTYPES = (("proto-due", DUE_INTERVAL), ("proto-idle", IDLE_INTERVAL))
 PROTO_WORK = "proto-work"
-PROTO_DB = "ds_bench_proto"
+PROTO_DB = common.PREFIX + "proto"
 
 
 def build_prototypes() -> dict[str, bool]:
@@ -127,7 +127,7 @@ def build_prototypes() -> dict[str, bool]:
     Every(1 h) ``proto-due``, Every(30 days) ``proto-idle`` and one no-op Work ``proto-work`` —
     created through the public API at the frozen instant T0 when the runtime has it (else the
     synthetic schedules, and no Work). Returns which runtime parts exist."""
-    from bench import common, ours
+    from bench import ours
 
     url = common.create_db(PROTO_DB, template=common.TEMPLATE_DB)
     with psycopg.connect(url) as conn:

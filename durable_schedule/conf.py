@@ -25,6 +25,11 @@ DEFAULTS: dict[str, Any] = {
     # closed, like row-level security); single-tenant projects may name
     # "durable_schedule.admin.scoping.all_scopes_for_staff".
     "ADMIN_SCOPES": "durable_schedule.admin.scoping.superusers_see_all",
+    # Run the runtime's own SQL as server-side prepared statements (psycopg ``prepare=True`` on
+    # the Django connection, whatever DATABASES' OPTIONS say). Turn off behind a pooler in
+    # transaction mode that cannot keep prepared statements (PgBouncer < 1.21, or without
+    # ``max_prepared_statements``): docs/operations.md "Prepared statements and poolers".
+    "PREPARE_STATEMENTS": True,
 }
 
 
@@ -46,6 +51,10 @@ def safety_window() -> timedelta:
 
 def max_idle_seconds() -> float:
     return float(_get("MAX_IDLE_SECONDS"))
+
+
+def prepare_statements() -> bool:
+    return bool(_get("PREPARE_STATEMENTS"))
 
 
 def admin_scopes():
@@ -70,6 +79,8 @@ def validate() -> None:
     window = safety_window()
     if not isinstance(window, timedelta) or window <= timedelta(0):
         raise ValueError("DURABLE_SCHEDULE['SAFETY_WINDOW'] must be a positive timedelta")
+    if not isinstance(_get("PREPARE_STATEMENTS"), bool):
+        raise ValueError("DURABLE_SCHEDULE['PREPARE_STATEMENTS'] must be True or False")
     if max_idle_seconds() <= 0:
         raise ValueError("DURABLE_SCHEDULE['MAX_IDLE_SECONDS'] must be positive")
     try:

@@ -57,6 +57,9 @@ class OccurrenceIdentity:
     #: The row id when this transaction has just inserted the occurrence (pending, unlinked):
     #: the bridge then needs no read-back. Not part of the identity.
     fresh_id: int | None = field(default=None, compare=False)
+    #: ``(current_user, scope setting)`` sampled by that insert: the runtime proof the bridge
+    #: would otherwise read in a statement of its own. Not part of the identity.
+    fresh_proof: tuple[str, str | None] | None = field(default=None, compare=False)
 
     @property
     def first_iso(self) -> str:
@@ -93,6 +96,11 @@ def assert_runtime(cur, scope_id: str) -> None:
     """Prove the bridge runs as the runtime role in the expected scope (DESIGN §4.7)."""
     cur.execute("select current_user, current_setting(%s, true)", [SCOPE_SETTING])
     user, scope = cur.fetchone()
+    check_runtime(user, scope, scope_id)
+
+
+def check_runtime(user: str, scope: str | None, scope_id: str) -> None:
+    """The proof itself, on ``(current_user, scope setting)`` sampled in this transaction."""
     if user != RUNTIME_ROLE:
         raise WrongRole(f"the Work bridge must run as {RUNTIME_ROLE}, current_user is {user}")
     if scope != scope_id:
@@ -111,15 +119,31 @@ def _conflict(identity: OccurrenceIdentity, derived: WorkLink, stored: dict[str,
         first_nominal_utc=identity.first_iso, derived=derived.as_dict(), stored=stored)
 
 
+def link_conflict(identity: OccurrenceIdentity, derived: WorkLink) -> OccurrenceLinkConflict:
+    """The guarded link write matched no row: someone linked the occurrence meanwhile."""
+    return _conflict(identity, derived, {}, "the occurrence was linked concurrently")
+
+
 @dataclass(frozen=True)
 class Bridged:
     link: WorkLink
     created: bool  # False: the stored link (or an already accepted Work) was returned
+    #: The occurrence row whose link the caller still has to write (``write_link=False``):
+    #: the same guarded write, in the caller's closing statement. None: nothing left to write.
+    link_row: int | None = field(default=None, compare=False)
 
 
-def bridge(cur, identity: OccurrenceIdentity, target_json: Any, now: datetime) -> Bridged:
-    """Accept the occurrence's Work in this transaction and link it, compare-or-return."""
-    assert_runtime(cur, identity.scope_id)
+def bridge(cur, identity: OccurrenceIdentity, target_json: Any, now: datetime, *,
+           write_link: bool = True) -> Bridged:
+    """Accept the occurrence's Work in this transaction and link it, compare-or-return.
+
+    ``write_link=False``: the guarded link write is left to the caller (``Bridged.link_row``),
+    who must run the ``write link`` guard and raise ``link_conflict`` when it matches no row.
+    """
+    if identity.fresh_id is not None and identity.fresh_proof is not None:
+        check_runtime(*identity.fresh_proof, identity.scope_id)
+    else:
+        assert_runtime(cur, identity.scope_id)
     derived = derive_link(identity)
     if identity.fresh_id is not None:
         row = (identity.fresh_id, "pending", None, None, None, None)
@@ -149,9 +173,11 @@ def bridge(cur, identity: OccurrenceIdentity, target_json: Any, now: datetime) -
     if got != derived:
         raise _conflict(identity, derived, got.as_dict(),
                         "the Work runtime returned a different Work identity")
+    if not write_link:
+        return Bridged(derived, created=bool(accepted.created), link_row=occurrence_id)
     run(cur, "write_link", {
         "scope_id": identity.scope_id, "id": occurrence_id, "work_id": derived.work_id,
         "command": derived.command, "idempotency_key": derived.idempotency_key, "now": now})
     if cur.rowcount != 1:
-        raise _conflict(identity, derived, {}, "the occurrence was linked concurrently")
+        raise link_conflict(identity, derived)
     return Bridged(derived, created=bool(accepted.created))

@@ -46,7 +46,7 @@ from durable_schedule.errors import (
     UnevaluableGeneration,
 )
 from durable_schedule.evaluation.decision import Decision, SlotState, decide
-from durable_schedule.processor.bridge import OccurrenceIdentity, bridge
+from durable_schedule.processor.bridge import OccurrenceIdentity, bridge, link_conflict
 from durable_schedule.processor.dispatcher import Claim
 from durable_schedule.schedules import records
 from durable_schedule.schedules.records import TERMINAL_WORK_STATES, Definition, Fences, iso, run
@@ -212,34 +212,39 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
                                first=decision.first, last=decision.last,
                                detail=decision.evidence or {}), False
     to_bridge, pending = _dispose(ctx, decision, pending)
-    if decision.new_cursor != d.cursor_utc:
-        ctx.move_cursor(decision.new_cursor)
+    moving = decision.new_cursor != d.cursor_utc
     if to_bridge is None and pending is not None and occupant is None:
         # The slot is free: the pending coalesced occurrence runs now, whatever decide() said.
         to_bridge = OccurrenceIdentity(scope_id, schedule_id, pending.generation, "coalesced",
                                        pending.first)
         pending = None
+    completed = decision.next_due is None and pending is None
+    if completed and moving:
+        # The completion rewrites the definition row, so the cursor moves first, on its own.
+        ctx.move_cursor(decision.new_cursor)
+        moving = False
 
     where["phase"] = "bridge"
     bridged = None
     if to_bridge is not None:
-        bridged = bridge(cur, to_bridge, d.target_json, cutoff)
+        # Unless the schedule completes, the link is written by the closing statement below
+        # (compare-or-return is unchanged: the bridge still decides, the guard still counts).
+        bridged = bridge(cur, to_bridge, d.target_json, cutoff, write_link=completed)
 
     where["phase"] = "finish"
-    completed = decision.next_due is None and pending is None
     if completed:
         ctx.complete()
     # A pending coalesced occurrence whose slot is free was bridged above, so the next due time
     # is the next nominal instant; while the slot is occupied, the terminal-Work trigger makes
     # the row due as soon as the occupying Work finishes.
     due = None if completed else decision.next_due
-    ctx.finish_claim(due)
     detail = _detail(decision, bridged, to_bridge, pending, occupant, completed, due)
+    event = None
     if decision.action != "noop" or bridged is not None or completed:
-        records.insert_history(cur, scope_id=scope_id, schedule_id=schedule_id,
-                               generation=d.generation, event=_event(decision, bridged,
-                                                                     completed),
-                               actor=f"processor:{owner}", detail=detail, recorded_at=cutoff)
+        event = _event(decision, bridged, completed)
+    ctx.finish_step(due, new_cursor=decision.new_cursor if moving else None, bridged=bridged,
+                    identity=to_bridge, event=event, detail=detail, recorded_at=cutoff,
+                    where=where)
     return ScheduleOutcome(
         **base, action=decision.action,
         work_id=bridged.link.work_id if bridged else None,
@@ -272,6 +277,37 @@ class _Ctx:
         if self.cur.rowcount != 1:
             raise ScheduleLeaseLost("the dispatch row no longer carries this claim")
 
+    def finish_step(self, due: datetime | None, *, new_cursor: datetime | None, bridged,
+                    identity: OccurrenceIdentity | None, event: str | None,
+                    detail: dict[str, Any], recorded_at: datetime,
+                    where: dict[str, Any]) -> None:
+        """One statement closes the step: the cursor move (when ``new_cursor``), the Work link
+        the bridge left to write (``bridged.link_row``), the dispatch row's next due time with
+        the lease released, and the history row (when ``event``). Each guarded write is the
+        statement it replaces, with the same ``WHERE``; each count is checked, in the order the
+        separate statements ran, and a write that matched no row raises (rolling back all)."""
+        link_row = None if bridged is None else bridged.link_row
+        link = None if link_row is None else bridged.link
+        row = run(self.cur, "finish_step", {
+            **self._key(), "revision": self.d.revision, "old_cursor": self.d.cursor_utc,
+            "new_cursor": new_cursor, "now": self.now(),
+            "link_id": link_row, "work_id": None if link is None else link.work_id,
+            "command": None if link is None else link.command,
+            "idempotency_key": None if link is None else link.idempotency_key,
+            "routing_id": self.claim.routing_id, "lease_owner": self.owner,
+            "dispatch_revision": self.claim.dispatch_revision, "due_at": due,
+            "generation": self.d.generation, "event": event, "actor": f"processor:{self.owner}",
+            "detail": records.to_json(detail), "recorded_at": recorded_at}).fetchone()
+        moved, linked, released = row
+        if new_cursor is not None and moved != 1:
+            where["phase"] = "dispose"
+            raise RuntimeError("guarded cursor move matched no row under the definition lock")
+        if link_row is not None and linked != 1:
+            where["phase"] = "bridge"
+            raise link_conflict(identity, link)
+        if released != 1:
+            raise ScheduleLeaseLost("the dispatch row no longer carries this claim")
+
     def suspend(self, reason: str, evidence: dict[str, Any]) -> None:
         now = self.now()
         row = run(self.cur, "suspend_definition", {
@@ -300,12 +336,13 @@ class _Ctx:
             raise RuntimeError("guarded completion matched no row under the definition lock")
 
     def insert_occurrence(self, kind: str, first: datetime, last: datetime,
-                          state: str) -> int | None:
-        """Insert an occurrence identity; its id, or None when the identity already existed."""
+                          state: str) -> tuple[int, str, str | None] | None:
+        """Insert an occurrence identity: ``(id, current_user, scope setting)`` sampled by the
+        insert (the bridge's runtime proof), or None when the identity already existed."""
         row = run(self.cur, "insert_occurrence", {
             **self._key(), "generation": self.d.generation, "kind": kind, "first": first,
             "last": last, "state": state, "now": self.now()}).fetchone()
-        return None if row is None else row[0]
+        return None if row is None else row
 
 
 def _fence_mismatch(d: Definition, fences: Fences) -> tuple[str, dict[str, Any]] | None:
@@ -351,7 +388,8 @@ def _dispose(ctx: _Ctx, decision: Decision, pending: _Pending | None):
     if action in ("nominal", "recovery"):
         fresh = ctx.insert_occurrence(action, decision.first, decision.last, "pending")
         return OccurrenceIdentity(ctx.scope_id, d.schedule_id, d.generation, action,
-                                  decision.first, fresh_id=fresh), pending
+                                  decision.first, fresh_id=None if fresh is None else fresh[0],
+                                  fresh_proof=None if fresh is None else fresh[1:]), pending
     if action == "skipped":
         ctx.insert_occurrence("recovery", decision.first, decision.last, "skipped")
     elif action == "coalesce":

@@ -18,6 +18,15 @@ The role switch, the proof and the scope are one round trip each way: the SQL fu
 ``durable_schedule_enter_scope``, ``durable_schedule_leave_scope`` and
 ``durable_schedule_enter_routed`` (store/sql/0002_security.sql) do them with
 ``set_config('role', ...)``, which is ``SET LOCAL ROLE``.
+
+Prepared statements (docs/operations.md "Prepared statements and connection poolers"): the
+cursor these forms yield executes on the underlying psycopg connection with server-side binding
+and ``prepare=True``, whatever the project's ``DATABASES`` options say, so the long named
+queries are parsed and planned once per connection. It is still a Django cursor wrapper around
+the same connection and transaction: Django's error translation, ``execute_wrapper`` hooks,
+query logging and the connection's adapters (jsonb as text, the timestamptz loader) apply as
+before. ``DURABLE_SCHEDULE["PREPARE_STATEMENTS"] = False`` yields Django's own cursor instead
+(client-side binding unless the project configured otherwise).
 """
 
 from __future__ import annotations
@@ -26,7 +35,10 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import psycopg
 from django.db import DatabaseError, connections, transaction
+from psycopg.postgres import types as _pg_types
+from psycopg.pq import Format
 
 from durable_schedule import conf
 from durable_schedule.errors import InvalidScope, ScopeLost, WrongRole
@@ -59,6 +71,87 @@ def connection(using: str | None = None):
     return connections[using or conf.database_alias()]
 
 
+_TIMESTAMPTZ_OID = _pg_types["timestamptz"].oid
+#: psycopg ignores ``prepare=True`` on a connection whose ``prepare_threshold`` is None (Django's
+#: default): such a connection gets a threshold no statement reaches, so only the statements
+#: executed with ``prepare=True`` are prepared and everything else runs as before.
+_ONLY_WHEN_ASKED = 2**62
+
+
+class _LoggedQuery:
+    __slots__ = ("query",)
+
+    def __init__(self, query: bytes | None) -> None:
+        self.query = query
+
+
+class _PreparingCursor:
+    """A plain ``psycopg.Cursor`` (server-side binding) that prepares every statement it runs.
+
+    Exposes the DB-API surface Django's ``CursorWrapper`` and our code use (execute, fetchone,
+    fetchall, rowcount, description, ...). The statements are our named queries and the
+    transaction-form helpers: a bounded set, which psycopg keeps per connection (LRU,
+    ``prepared_max``) and deallocates when it evicts one.
+    """
+
+    __slots__ = ("_cur", "_sql")
+
+    def __init__(self, cur: psycopg.Cursor) -> None:
+        self._cur = cur
+        self._sql = None
+
+    def execute(self, sql, params=None):
+        self._sql = sql
+        self._cur.execute(sql, params, prepare=True)
+        return self
+
+    @property
+    def _query(self):
+        """What Django's query log reads (``last_executed_query``): psycopg keeps no query
+        object for a prepared execution, so the log gets the statement text (placeholders
+        not interpolated)."""
+        pgq = self._cur._query
+        if pgq is not None and pgq.query is not None:
+            return pgq
+        return _LoggedQuery(None if self._sql is None else str(self._sql).encode())
+
+    def executemany(self, sql, params_seq):
+        self._cur.executemany(sql, params_seq)
+        return self
+
+    def __getattr__(self, name):
+        return getattr(self._cur, name)
+
+    def __iter__(self):
+        return iter(self._cur)
+
+    def close(self) -> None:
+        self._cur.close()
+
+
+def _cursor(conn):
+    """The cursor of one transaction form: a preparing one unless PREPARE_STATEMENTS is off."""
+    if conn.vendor != "postgresql" or not conf.prepare_statements():
+        return conn.cursor()
+    # As Django's BaseDatabaseWrapper._cursor and the backend's create_cursor, with a plain
+    # psycopg.Cursor in place of the configured cursor class.
+    conn.close_if_health_check_failed()
+    conn.ensure_connection()
+    with conn.wrap_database_errors:
+        pg = conn.connection
+        if pg.prepare_threshold is None:
+            pg.prepare_threshold = _ONLY_WHEN_ASKED
+        raw = psycopg.Cursor(pg)
+        # The cursor gets the project's time zone when the connection's timestamptz loader
+        # disagrees (the adapters map is otherwise the connection's own: jsonb as text).
+        tzloader = pg.adapters.get_loader(_TIMESTAMPTZ_OID, Format.TEXT)
+        if conn.timezone != getattr(tzloader, "timezone", conn.timezone):
+            from django.db.backends.postgresql.psycopg_any import register_tzloader
+
+            register_tzloader(conn.timezone, raw)
+        return conn._prepare_cursor(_PreparingCursor(raw))
+
+
 def _wrong_role(exc: DatabaseError) -> WrongRole | None:
     return WrongRole(str(exc).split("\n")[0]) if "DS302" in str(exc) else None
 
@@ -73,7 +166,7 @@ def scoped(scope_id: str, *, using: str | None = None) -> Iterator[object]:
     """
     validate_scope_id(scope_id)
     conn = connection(using)
-    with transaction.atomic(using=conn.alias), conn.cursor() as cur:
+    with transaction.atomic(using=conn.alias), _cursor(conn) as cur:
         try:
             cur.execute(_ENTER_SCOPE, [scope_id])
         except DatabaseError as exc:
@@ -100,7 +193,7 @@ def routed(routing_id: int, *, using: str | None = None) -> Iterator[tuple[objec
     which ``durable_schedule_enter_routed`` sets and clears around its one read.
     """
     conn = connection(using)
-    with transaction.atomic(using=conn.alias, durable=True), conn.cursor() as cur:
+    with transaction.atomic(using=conn.alias, durable=True), _cursor(conn) as cur:
         nested = _previous_role_if_nested(conn, cur)
         try:
             cur.execute(_ENTER_ROUTED, [int(routing_id)])
@@ -115,7 +208,7 @@ def routed(routing_id: int, *, using: str | None = None) -> Iterator[tuple[objec
 def runtime_transaction(*, using: str | None = None) -> Iterator[object]:
     """An outermost transaction as ``durable_runtime`` with no scope (e.g. Work claims)."""
     conn = connection(using)
-    with transaction.atomic(using=conn.alias, durable=True), conn.cursor() as cur:
+    with transaction.atomic(using=conn.alias, durable=True), _cursor(conn) as cur:
         nested = _previous_role_if_nested(conn, cur)
         _set_role(cur, RUNTIME_ROLE)
         yield cur
@@ -130,7 +223,7 @@ def dispatcher_transaction(*, using: str | None = None) -> Iterator[object]:
     always commits before scoped data is read (spec 000, transaction form 1).
     """
     conn = connection(using)
-    with transaction.atomic(using=conn.alias, durable=True), conn.cursor() as cur:
+    with transaction.atomic(using=conn.alias, durable=True), _cursor(conn) as cur:
         nested = _previous_role_if_nested(conn, cur)
         _set_role(cur, DISPATCHER_ROLE)
         yield cur

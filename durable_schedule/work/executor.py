@@ -15,11 +15,21 @@ database clock under the Work lock.
 maximum lease lifetime and the absolute deadline, remaining time compared before adding). With
 ``heartbeat=True`` (the ``process_work`` default) a watchdog thread renews at the policy's
 renewal cadence; its database work uses the thread's own connection, closed when it stops.
+
+The watchdog thread starts lazily: one long-lived starter thread per process watches every
+running invocation and starts its :class:`Watchdog` only when the invocation outlives
+``LAZY_FRACTION`` of the time to its first duty (the first renewal or the local cancel point).
+An invocation that returns sooner (most of them) costs no thread. A started watchdog keeps the
+original schedule (renewals counted from the invocation's start) and is stopped and joined
+before ``run_guarded`` returns, as before.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -115,11 +125,14 @@ class WorkContext:
 class Watchdog(threading.Thread):
     """Fires ``ctx.cancelled`` at the local cancel point and renews at the cadence."""
 
-    def __init__(self, ctx: WorkContext, cadence_seconds: float | None, using: str) -> None:
+    def __init__(self, ctx: WorkContext, cadence_seconds: float | None, using: str, *,
+                 started_at: float | None = None) -> None:
         super().__init__(name=f"durable-work-watchdog-{ctx.work_id}", daemon=True)
         self.ctx = ctx
         self.cadence = cadence_seconds
         self.using = using
+        #: The monotonic instant the renewal cadence counts from (default: when run() starts).
+        self.started_at = started_at
         self._halt = threading.Event()
 
     def stop(self) -> None:
@@ -129,7 +142,8 @@ class Watchdog(threading.Thread):
 
     def run(self) -> None:
         renewed = False
-        next_renew = float("inf") if self.cadence is None else time.monotonic() + self.cadence
+        origin = time.monotonic() if self.started_at is None else self.started_at
+        next_renew = float("inf") if self.cadence is None else origin + self.cadence
         try:
             while not self.ctx.cancelled.is_set():
                 wait = min(self.ctx.seconds_until_cancel(), next_renew - time.monotonic())
@@ -151,12 +165,85 @@ class Watchdog(threading.Thread):
                 connections[self.using].close()
 
 
+#: A watchdog starts once an invocation has run this fraction of the time to its first duty.
+LAZY_FRACTION = 0.5
+
+
+class _Starter(threading.Thread):
+    """Starts the watchdogs of invocations that run long enough to need one (one per process)."""
+
+    def __init__(self) -> None:
+        super().__init__(name="durable-work-watchdog-starter", daemon=True)
+        self.pid = os.getpid()
+        self.cond = threading.Condition()
+        self.heap: list[tuple[float, int]] = []
+        self.pending: dict[int, tuple[WorkContext, float | None, str, float]] = {}
+        self.started: dict[int, Watchdog] = {}
+        self.wake_at = float("inf")
+
+    def watch(self, ctx: WorkContext, cadence: float | None, using: str) -> int:
+        now = time.monotonic()
+        first = ctx.seconds_until_cancel() if cadence is None else min(
+            cadence, ctx.seconds_until_cancel())
+        start_at = now + max(0.0, first) * LAZY_FRACTION
+        key = next(_keys)
+        with self.cond:
+            self.pending[key] = (ctx, cadence, using, now)
+            heapq.heappush(self.heap, (start_at, key))
+            if start_at < self.wake_at:
+                self.cond.notify()
+        return key
+
+    def unwatch(self, key: int) -> None:
+        with self.cond:
+            self.pending.pop(key, None)
+            dog = self.started.pop(key, None)
+        if dog is not None:
+            dog.stop()
+
+    def run(self) -> None:
+        with self.cond:
+            while True:
+                now = time.monotonic()
+                while self.heap and (self.heap[0][0] <= now or self.heap[0][1] not in
+                                     self.pending):
+                    _, key = heapq.heappop(self.heap)
+                    entry = self.pending.pop(key, None)
+                    if entry is not None:
+                        ctx, cadence, using, origin = entry
+                        dog = Watchdog(ctx, cadence, using, started_at=origin)
+                        self.started[key] = dog
+                        dog.start()
+                self.wake_at = self.heap[0][0] if self.heap else float("inf")
+                wait = None if not self.heap else max(0.0, min(self.wake_at - now,
+                                                              threading.TIMEOUT_MAX))
+                self.cond.wait(wait)
+
+
+_keys = itertools.count()
+_starter: _Starter | None = None
+_starter_lock = threading.Lock()
+
+
+def _the_starter() -> _Starter:
+    global _starter
+    starter = _starter
+    if starter is not None and starter.pid == os.getpid() and starter.is_alive():
+        return starter
+    with _starter_lock:
+        if _starter is None or _starter.pid != os.getpid() or not _starter.is_alive():
+            _starter = _Starter()
+            _starter.start()
+        return _starter
+
+
 def run_guarded(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload: Any,
                 *, heartbeat: bool, cadence_seconds: float, using: str) -> Any:
-    """Run ``fn(ctx, payload)`` under a watchdog; exceptions propagate to the caller."""
-    dog = Watchdog(ctx, cadence_seconds if heartbeat else None, using)
-    dog.start()
+    """Run ``fn(ctx, payload)`` under a watchdog (started lazily, see the module docstring);
+    exceptions propagate to the caller. The watchdog, if it started, is stopped and joined."""
+    starter = _the_starter()
+    key = starter.watch(ctx, cadence_seconds if heartbeat else None, using)
     try:
         return fn(ctx, payload)
     finally:
-        dog.stop()
+        starter.unwatch(key)

@@ -16,7 +16,9 @@ I3. Cursor: ``cursor`` equals the last nominal instant covered (``accepted_at`` 
     and, when ``settled``, every instant due at the database clock is covered (an active
     schedule's cursor is the last instant at or before ``now``).
 I4. Exactly one Work per occurrence: every materialized occurrence links the Work derived from
-    its identity, that Work exists and names the occurrence as its source; no Work without one.
+    its identity, that Work exists and names the occurrence as its source; no Work without one;
+    a nominal or recovery occurrence is never committed without its Work (only a coalesced one
+    waits, pending, for the slot).
 I5. Effects: ``reconcile_before_retry`` Work performed its effect at most once (exactly once
     when it succeeded); ``idempotent`` Work at most once per admitted permit.
 I6. When ``settled``: every Work succeeded, no lease is held, no pending occurrence is left.
@@ -283,6 +285,10 @@ def _check_link(report: Report, name, scope, schedule, o, works, linked) -> None
     if work_id is None:
         if ostate == "materialized":
             report.problem(f"I4 {name}: materialized {okind} occurrence {first} has no Work")
+        elif okind != "coalesced" and ostate != "skipped":
+            # Nominal and recovery occurrences are inserted and bridged in one transaction: no
+            # committed state, not even right after a crash, shows one without its Work.
+            report.problem(f"I4 {name}: {okind} occurrence {first} is {ostate} without Work")
         return
     expected = expected_link(scope, schedule, generation, okind, first)
     got = (uuid.UUID(str(work_id)), o[8], o[9])

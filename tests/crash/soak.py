@@ -44,7 +44,8 @@ from tests.crash.harness import SCHEDULES, WORK
 MINUTE = timedelta(minutes=1)
 APP_PREFIX = "durable-soak"
 SPAWN_TIMEOUT = 90.0
-#: Signs, in a subprocess's stderr, that its database connection was taken away.
+#: Signs, in a subprocess's stderr, that its database connection was taken away (accepted only
+#: from a process whose backend the soak terminated).
 CONNECTION_LOST = (
     "terminating connection due to administrator command",
     "server closed the connection",
@@ -55,6 +56,9 @@ CONNECTION_LOST = (
     "SSL connection has been closed",
     "no connection to the server",
     "connection to server",
+    "the connection is lost",
+    "OperationalError",
+    "InterfaceError",
 )
 #: Signs of a broken protocol, never acceptable even in a faulted process.
 PROTOCOL_BROKEN = ("DS113", "OccurrenceLinkConflict", "IntegrityError", "UniqueViolation",

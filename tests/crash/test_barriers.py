@@ -153,8 +153,8 @@ def test_crash__in_the_work_bridge_recovers_one_occurrence_and_one_work(
     harness.recover(SCHEDULES)
     consistent_now()
     settle(committed_clock)
-    expect()
     settled()
+    expect()
 
 
 def scene_coalesce(clock, invoice):
@@ -220,8 +220,8 @@ def test_crash__at_a_decision_without_work_recovers_one_decision(
     consistent_now(allow_suspended=suspended)
     if scene != "suspend":
         settle(committed_clock)
-    expect()
     settled(allow_suspended=suspended)
+    expect()
 
 
 def test_crash__twice_at_the_same_bridge_barrier_still_recovers_once(committed_clock, invoice):
@@ -233,8 +233,8 @@ def test_crash__twice_at_the_same_bridge_barrier_still_recovers_once(committed_c
         committed_clock.advance(PAST_CLAIM_LEASE)
     harness.recover(SCHEDULES)
     settle(committed_clock)
-    expect_nominal()
     settled()
+    expect_nominal()
 
 
 # ------------------------------------------------------------------ Work barriers
@@ -284,10 +284,10 @@ def test_crash__in_the_work_runtime_recovers_without_a_second_effect(
     committed_clock.advance(PAST_ATTEMPT_LEASE)
     harness.recover(WORK)
     settle(committed_clock)
+    report = settled()
     expected_permits, expected_effects = WORK_EXPECTED[(barrier, safety)]
     assert permits_of(crashed) == expected_permits
     assert effects_of(crashed) == expected_effects
-    report = settled()
     assert report.works == {"succeeded": 3}
     others = rows("select count(*) from demo_effect where work_id <> %s", (crashed,))[0][0]
     assert others == 2  # the bystanders ran once each
@@ -305,6 +305,6 @@ def test_crash__schedule_and_work_barriers_in_one_chain(committed_clock, invoice
     committed_clock.advance(PAST_ATTEMPT_LEASE)
     harness.recover(WORK)
     settle(committed_clock)
-    expect_nominal()
     report = settled()
+    expect_nominal()
     assert report.works == {"succeeded": 4} and report.effects == 4

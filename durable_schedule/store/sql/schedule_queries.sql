@@ -165,12 +165,14 @@ SELECT id, generation, first_nominal_utc, last_nominal_utc
    FOR UPDATE
 
 -- name: insert occurrence -- an occurrence identity; nothing when it already exists.
+-- current_user and the scope setting ride along: the Work bridge's runtime proof (DESIGN §4.7)
+-- for the occurrence this statement created, sampled in this transaction.
 INSERT INTO durable_schedule_occurrence (scope_id, schedule_id, generation, kind,
         first_nominal_utc, last_nominal_utc, state, created_at, updated_at)
 VALUES (%(scope_id)s, %(schedule_id)s, %(generation)s, %(kind)s, %(first)s, %(last)s,
         %(state)s, %(now)s, %(now)s)
 ON CONFLICT (scope_id, schedule_id, generation, kind, first_nominal_utc) DO NOTHING
-RETURNING id
+RETURNING id, current_user, pg_catalog.current_setting('durable_schedule.scope_id', true)
 
 -- name: lock occurrence -- an occurrence by identity, with its link, FOR UPDATE.
 SELECT id, state, last_nominal_utc, work_id, work_command, work_idempotency_key
@@ -190,6 +192,46 @@ UPDATE durable_schedule_occurrence
    SET work_id = %(work_id)s, work_command = %(command)s,
        work_idempotency_key = %(idempotency_key)s, state = 'materialized', updated_at = %(now)s
  WHERE scope_id = %(scope_id)s AND id = %(id)s AND state = 'pending' AND work_id IS NULL
+
+-- name: finish step -- the processor step's closing statement: "move cursor", "write link",
+-- "finish claim" and "insert history" above, each with its own unchanged guard, in one round
+-- trip. A part is skipped by a NULL parameter (new_cursor, link_id, event); the caller checks
+-- every count (a guarded write that matches no row raises and rolls the transaction back). The
+-- rows it writes were locked earlier in the step (definition and dispatch FOR UPDATE, the
+-- occurrence inserted or locked by this transaction), so it takes no new lock.
+WITH cursor_moved AS (
+    UPDATE durable_schedule_definition
+       SET cursor_utc = %(new_cursor)s::timestamptz, updated_at = %(now)s::timestamptz
+     WHERE %(new_cursor)s::timestamptz IS NOT NULL
+       AND scope_id = %(scope_id)s::text AND schedule_id = %(schedule_id)s::text
+       AND revision = %(revision)s AND state = 'active'
+       AND cursor_utc = %(old_cursor)s::timestamptz AND %(new_cursor)s::timestamptz > cursor_utc
+    RETURNING 1
+), linked AS (
+    UPDATE durable_schedule_occurrence
+       SET work_id = %(work_id)s::uuid, work_command = %(command)s::text,
+           work_idempotency_key = %(idempotency_key)s::text, state = 'materialized',
+           updated_at = %(now)s::timestamptz
+     WHERE %(link_id)s::bigint IS NOT NULL
+       AND scope_id = %(scope_id)s::text AND id = %(link_id)s::bigint AND state = 'pending'
+       AND work_id IS NULL
+    RETURNING 1
+), released AS (
+    UPDATE durable_schedule_dispatch
+       SET due_at = %(due_at)s::timestamptz, lease_owner = NULL, lease_expires_at = NULL,
+           dispatch_revision = dispatch_revision + 1
+     WHERE scope_routing_id = %(routing_id)s AND schedule_id = %(schedule_id)s::text
+       AND lease_owner = %(lease_owner)s::text AND dispatch_revision = %(dispatch_revision)s
+    RETURNING 1
+), history AS (
+    INSERT INTO durable_schedule_history (scope_id, schedule_id, generation, event, actor,
+            detail, recorded_at)
+    SELECT %(scope_id)s::text, %(schedule_id)s::text, %(generation)s::integer,
+           %(event)s::text, %(actor)s::text, %(detail)s::jsonb, %(recorded_at)s::timestamptz
+     WHERE %(event)s::text IS NOT NULL
+)
+SELECT (SELECT count(*) FROM cursor_moved), (SELECT count(*) FROM linked),
+       (SELECT count(*) FROM released)
 
 -- name: retire pending -- supersede (update) or cancel (delete) unstarted occurrences.
 UPDATE durable_schedule_occurrence

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from demo.models import Effect, Order
-from demo.work import send_invoice, touch
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from demo.models import Effect, Order
+from demo.work import send_invoice, touch
 from durable_schedule import schedules, work
 from durable_schedule.processor import process_due
 from durable_schedule.testing import ControlledClock
