@@ -3,7 +3,7 @@
 #   make test    find or start PostgreSQL, then tox: py311-django52, py312-django6, lint
 #   make demo    install into .venv, find or start PostgreSQL, run scripts/demo.sh
 #   make lint    ruff check (tox env "lint")
-#   make bench   python -m bench (once bench/__main__.py exists)
+#   make bench   python -m bench: throughput, scale and a peer (docs/benchmarks.md)
 #   make pg-stop stop the throwaway cluster in .pgdata/ (if scripts/ensure_postgres.sh started one)
 #
 # Extra arguments: `make test TOX_ARGS="-e py311-django52 -- -k policy -x"`.
