@@ -98,3 +98,7 @@ def _clean_store_after_committing_tests(request):
     yield
     with connection.cursor() as cur:
         truncate_durable_tables(cur)
+
+
+# The crash suite's options (--soak-seed, --soak-long) wherever pytest is started from.
+from tests.crash.conftest import pytest_addoption  # noqa: E402,F401

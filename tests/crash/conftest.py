@@ -22,10 +22,16 @@ from durable_schedule import work
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("durable soak", "durable_schedule crash soak (tests/crash)")
-    group.addoption("--soak-seed", type=int, default=None,
-                    help="seed of the crash soak's fault plan (env DURABLE_SOAK_SEED; default 7)")
-    group.addoption("--soak-long", action="store_true", default=False,
-                    help="the long soak: 2,000 schedules (env DURABLE_SOAK_LONG=1)")
+    try:
+        group.addoption("--soak-seed", type=int, default=None,
+                        help="seed of the crash soak's fault plan (env DURABLE_SOAK_SEED; "
+                             "default 7)")
+        group.addoption("--soak-long", action="store_true", default=False,
+                        help="the long soak: 2,000 schedules (env DURABLE_SOAK_LONG=1)")
+    except ValueError:
+        # Already registered: a top-level conftest may re-export this hook so the options
+        # exist in every pytest run, and then this conftest registers them a second time.
+        pass
 
 
 def _flag(name: str) -> bool:

@@ -72,14 +72,15 @@ class Size:
     waves: int
     spawns_per_slot: int
     slots: int = 4
-    #: Wall-clock bound: no new wave starts after this many seconds.
+    #: Wall-clock bound: no new wave starts after this many seconds, once ``min_waves`` ran.
     budget_seconds: float = 60.0
+    min_waves: int = 4
     arm_probability: float = 0.35
     terminates_per_wave: tuple[int, int] = (1, 3)
     sigkills_per_wave: tuple[int, int] = (0, 1)
 
 
-CI = Size(schedules=200, scopes=8, waves=6, spawns_per_slot=2, budget_seconds=45.0)
+CI = Size(schedules=200, scopes=8, waves=12, spawns_per_slot=2, budget_seconds=40.0)
 LONG = Size(schedules=2000, scopes=20, waves=20, spawns_per_slot=3, budget_seconds=1200.0)
 
 
@@ -363,7 +364,7 @@ def run_soak(clock, seed: int, size: Size, mode: str,
     create_schedules(specs, definitions)
     t_created = time.monotonic()
     for n, wave in enumerate(waves):
-        if time.monotonic() - t_start > size.budget_seconds:
+        if n >= size.min_waves and time.monotonic() - t_start > size.budget_seconds:
             break
         clock.advance(wave.step_minutes * MINUTE)
         run_wave(n, wave, figures)

@@ -268,11 +268,11 @@ WORK_EXPECTED = {
 @pytest.mark.parametrize("barrier", harness.WORK_BARRIERS)
 def test_crash__in_the_work_runtime_recovers_without_a_second_effect(
         committed_clock, invoice, touch, barrier, safety):
-    definition_ = invoice if safety == "invoice" else touch
+    chosen = invoice if safety == "invoice" else touch
     with transaction.atomic():
         for n in range(3):
             scope = SCOPE if n < 2 else OTHER
-            create(f"w{n}", schedules.Every(HOUR), definition_.target(payload={"order": n}),
+            create(f"w{n}", schedules.Every(HOUR), chosen.target(payload={"order": n}),
                    scope)
     committed_clock.set(T0 + HOUR)
     schedule_passes()

@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from durable_schedule import work
 from durable_schedule.errors import DurableError
+from durable_schedule.runner.retry import run_with_retry
 
 
 def _positive(text: str) -> int:
@@ -63,7 +64,9 @@ class Command(BaseCommand):
                 if options["verbosity"] >= 1:
                     self.stdout.write(f"stopped after {stats.passes} passes: {stats.totals}")
                 return
-            counts = one_pass()
+            # The same bounded transient retry as process_schedules (spec 002): a cut
+            # connection or a serialization failure rolls the phase back and tries again.
+            counts = run_with_retry("work.pass", one_pass)
         except DurableError as exc:
             raise CommandError(f"process_work failed: {exc}") from exc
         if options["verbosity"] >= 1:
