@@ -20,35 +20,24 @@ from durable_schedule import conf
 from durable_schedule.errors import DurableError
 from durable_schedule.processor import PassCounts, process_due
 from durable_schedule.processor.processor import default_lease_owner
+from durable_schedule.runner.cli import add_runner_arguments, positive_int
 from durable_schedule.runner.retry import run_with_retry
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(text)
-    return value
 
 
 class Command(BaseCommand):
     help = "Process due schedules: bounded passes that turn due occurrences into accepted Work."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--max-schedules", type=_positive, default=100,
+        add_runner_arguments(parser, lease_help=(
+            "lease per claimed schedule, 1-600 s (default DURABLE_SCHEDULE['LEASE_SECONDS'])"))
+        parser.add_argument("--max-schedules", type=positive_int, default=100,
                             help="schedules per pass at most (default 100)")
-        parser.add_argument("--lease-owner", default=None,
-                            help="lease owner name (default host:pid)")
-        parser.add_argument("--lease-seconds", type=_positive, default=None,
-                            help="lease per claimed schedule, 1-600 s "
-                                 "(default DURABLE_SCHEDULE['LEASE_SECONDS'])")
-        parser.add_argument("--claim-batch", type=_positive, default=None,
+        parser.add_argument("--claim-batch", type=positive_int, default=None,
                             help="rows per claim statement, 1-1000 (default: as many as the "
                                  "pass may still process)")
-        parser.add_argument("--passes", type=_positive, default=1,
+        parser.add_argument("--passes", type=positive_int, default=1,
                             help="passes to run at most; stops after a pass that claimed "
                                  "nothing (default 1)")
-        parser.add_argument("--loop", action="store_true",
-                            help="keep running passes until SIGTERM/SIGINT (docs/operations.md)")
 
     def handle(self, *args, **options) -> None:
         verbosity = options["verbosity"]

@@ -15,33 +15,23 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from durable_schedule import work
 from durable_schedule.errors import DurableError
+from durable_schedule.runner.cli import add_runner_arguments, positive_int
 from durable_schedule.runner.retry import run_with_retry
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(text)
-    return value
 
 
 class Command(BaseCommand):
     help = "Execute due Work: one bounded pass (claim, admit, invoke, record the outcome)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--max-items", type=_positive, default=100,
+        add_runner_arguments(parser, lease_help=(
+            "claim lease, 1-600 s (default DURABLE_SCHEDULE['LEASE_SECONDS']);"
+            " an admitted attempt holds its policy's lease"))
+        parser.add_argument("--max-items", type=positive_int, default=100,
                             help="claimed Work rows per pass at most (default 100)")
-        parser.add_argument("--batch", type=_positive, default=10,
+        parser.add_argument("--batch", type=positive_int, default=10,
                             help="rows claimed per claim statement (default 10)")
-        parser.add_argument("--lease-owner", default=None,
-                            help="lease owner name (default host:pid)")
-        parser.add_argument("--lease-seconds", type=_positive, default=None,
-                            help="claim lease, 1-600 s (default DURABLE_SCHEDULE['LEASE_SECONDS']);"
-                                 " an admitted attempt holds its policy's lease")
         parser.add_argument("--no-heartbeat", action="store_true",
                             help="do not renew leases in a background thread while executors run")
-        parser.add_argument("--loop", action="store_true",
-                            help="keep running passes until SIGTERM/SIGINT (docs/operations.md)")
 
     def handle(self, *args, **options) -> None:
         work.autodiscover()

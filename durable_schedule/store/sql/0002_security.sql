@@ -154,17 +154,12 @@ BEGIN
 END
 $seq$;
 
--- name: claim_schedule_dispatch -- the dispatcher's only entry point (DESIGN §3).
--- Validates before touching a row; takes due rows with SKIP LOCKED through the partial due
--- index; the lease expiry becomes the row's next claimable instant; bumps lease generation and
--- dispatch revision (the fencing token the processor names in its WHERE clauses).
-CREATE FUNCTION claim_schedule_dispatch(lease_owner text, lease_duration interval,
-                                        max_rows integer DEFAULT 1)
-RETURNS TABLE (scope_routing_id bigint, schedule_id text, dispatch_revision bigint)
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+-- name: claim arguments -- the one validation both claim functions run before touching a row.
+CREATE FUNCTION durable_schedule_check_claim(lease_owner text, lease_duration interval,
+                                             max_rows integer)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
 AS $fn$
-DECLARE
-    now_ts timestamptz;
 BEGIN
     IF lease_owner IS NULL OR btrim(lease_owner) = '' OR lease_owner ~ '[[:cntrl:]]' THEN
         RAISE EXCEPTION 'DS404: lease owner must be non-blank text without control characters'
@@ -182,6 +177,23 @@ BEGIN
         RAISE EXCEPTION 'DS404: max_rows must be between 1 and 1000, got %', max_rows
             USING ERRCODE = '22023';
     END IF;
+END
+$fn$;
+REVOKE ALL ON FUNCTION durable_schedule_check_claim(text, interval, integer) FROM PUBLIC;
+
+-- name: claim_schedule_dispatch -- the dispatcher's only entry point (DESIGN §3).
+-- Validates before touching a row; takes due rows with SKIP LOCKED through the partial due
+-- index; the lease expiry becomes the row's next claimable instant; bumps lease generation and
+-- dispatch revision (the fencing token the processor names in its WHERE clauses).
+CREATE FUNCTION claim_schedule_dispatch(lease_owner text, lease_duration interval,
+                                        max_rows integer DEFAULT 1)
+RETURNS TABLE (scope_routing_id bigint, schedule_id text, dispatch_revision bigint)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+AS $fn$
+DECLARE
+    now_ts timestamptz;
+BEGIN
+    PERFORM durable_schedule_check_claim(lease_owner, lease_duration, max_rows);
     now_ts := durable_schedule_clock('clock');
     RETURN QUERY
     UPDATE durable_schedule_dispatch d
@@ -211,22 +223,7 @@ AS $fn$
 DECLARE
     now_ts timestamptz;
 BEGIN
-    IF lease_owner IS NULL OR btrim(lease_owner) = '' OR lease_owner ~ '[[:cntrl:]]' THEN
-        RAISE EXCEPTION 'DS404: lease owner must be non-blank text without control characters'
-            USING ERRCODE = '22023';
-    END IF;
-    IF length(lease_owner) > 200 THEN
-        RAISE EXCEPTION 'DS404: lease owner is longer than 200 characters' USING ERRCODE = '22023';
-    END IF;
-    IF lease_duration IS NULL OR lease_duration <= interval '0'
-       OR lease_duration > interval '10 minutes' THEN
-        RAISE EXCEPTION 'DS404: lease duration must be > 0 and <= 10 minutes, got %', lease_duration
-            USING ERRCODE = '22023';
-    END IF;
-    IF max_rows IS NULL OR max_rows < 1 OR max_rows > 1000 THEN
-        RAISE EXCEPTION 'DS404: max_rows must be between 1 and 1000, got %', max_rows
-            USING ERRCODE = '22023';
-    END IF;
+    PERFORM durable_schedule_check_claim(lease_owner, lease_duration, max_rows);
     now_ts := durable_schedule_clock('clock');
     RETURN QUERY
     UPDATE durable_work_dispatch d
@@ -402,6 +399,7 @@ DECLARE
     f text;
 BEGIN
     FOREACH f IN ARRAY ARRAY['claim_schedule_dispatch(text, interval, integer)',
+                             'durable_schedule_check_claim(text, interval, integer)',
                              'claim_work_dispatch(text, interval, integer)',
                              'ensure_schedule_history_partitions()',
                              'durable_schedule_secure_history_child(text)',
