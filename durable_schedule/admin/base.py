@@ -12,11 +12,13 @@ from __future__ import annotations
 import uuid
 
 from django.contrib import admin
+from django.db.models import OuterRef, Subquery
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
 from durable_schedule.admin import scoping
+from durable_schedule.store.models import Scope
 
 
 def _rendered(response):
@@ -114,3 +116,19 @@ class ReadOnlyScopedAdmin(admin.ModelAdmin):
             "durable_rls_binds": binds,
             "durable_needs_scope": binds and scope_id is None,
         }
+
+
+class RoutedReadOnlyAdmin(ReadOnlyScopedAdmin):
+    """Payload-free queue rows have no scope id: they are scoped, and show their scope, through
+    their routing id."""
+
+    routed = True
+    scope_filter = scoping.RoutedScopeFilter
+
+    def get_queryset(self, request):
+        scope = Scope.objects.filter(routing_id=OuterRef("scope_routing_id")).values("scope_id")
+        return super().get_queryset(request).annotate(scope_name=Subquery(scope[:1]))
+
+    @admin.display(description="scope", ordering="scope_name")
+    def scope(self, obj):
+        return obj.scope_name

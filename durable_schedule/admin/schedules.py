@@ -13,8 +13,8 @@ from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.db.models import OuterRef, Subquery
 
-from durable_schedule.admin import actions, scoping, timeline
-from durable_schedule.admin.base import ReadOnlyScopedAdmin, admin_link
+from durable_schedule.admin import actions, timeline
+from durable_schedule.admin.base import ReadOnlyScopedAdmin, RoutedReadOnlyAdmin, admin_link
 from durable_schedule.admin.filters import DistinctValuesFilter, choices_filter
 from durable_schedule.store.models import (
     Occurrence,
@@ -147,23 +147,14 @@ class OccurrenceAdmin(ReadOnlyScopedAdmin):
 
 
 @admin.register(ScheduleDispatch)
-class ScheduleDispatchAdmin(ReadOnlyScopedAdmin):
+class ScheduleDispatchAdmin(RoutedReadOnlyAdmin):
     """Payload-free queue rows: no scope id, so they are scoped through the routing id."""
 
-    routed = True
-    scope_filter = scoping.RoutedScopeFilter
     list_display = ("scope", "schedule_id", "due_at", "lease_owner", "lease_expires_at",
                     "lease_generation", "dispatch_revision")
     search_fields = ("schedule_id", "lease_owner")
     ordering = ("due_at", "dispatch_id")
 
-    def get_queryset(self, request):
-        scope = Scope.objects.filter(routing_id=OuterRef("scope_routing_id")).values("scope_id")
-        return super().get_queryset(request).annotate(scope_name=Subquery(scope[:1]))
-
-    @admin.display(description="scope", ordering="scope_name")
-    def scope(self, obj):
-        return obj.scope_name
 
 
 @admin.register(ScheduleHistory)

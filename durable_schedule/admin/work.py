@@ -11,11 +11,10 @@ from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.db.models import OuterRef, Subquery
 
-from durable_schedule.admin import actions, scoping, timeline
-from durable_schedule.admin.base import ReadOnlyScopedAdmin, admin_link
+from durable_schedule.admin import actions, timeline
+from durable_schedule.admin.base import ReadOnlyScopedAdmin, RoutedReadOnlyAdmin, admin_link
 from durable_schedule.admin.filters import DistinctValuesFilter, choices_filter
 from durable_schedule.store.models import (
-    Scope,
     Work,
     WorkDispatch,
     WorkHistory,
@@ -134,23 +133,14 @@ class WorkHistoryAdmin(_ByWork):
 
 
 @admin.register(WorkDispatch)
-class WorkDispatchAdmin(ReadOnlyScopedAdmin):
+class WorkDispatchAdmin(RoutedReadOnlyAdmin):
     """Payload-free Work queue rows, scoped through the routing id."""
 
-    routed = True
-    scope_filter = scoping.RoutedScopeFilter
     list_display = ("scope", "work", "due_at", "lease_owner", "lease_expires_at",
                     "lease_generation", "dispatch_revision")
     search_fields = ("lease_owner",)
     ordering = ("due_at", "dispatch_id")
 
-    def get_queryset(self, request):
-        scope = Scope.objects.filter(routing_id=OuterRef("scope_routing_id")).values("scope_id")
-        return super().get_queryset(request).annotate(scope_name=Subquery(scope[:1]))
-
-    @admin.display(description="scope", ordering="scope_name")
-    def scope(self, obj):
-        return obj.scope_name
 
     @admin.display(description="work", ordering="work_ref")
     def work(self, obj):
