@@ -16,6 +16,7 @@ from django.db import DatabaseError, connections
 
 from durable_schedule import conf
 from durable_schedule.store import inspection
+from durable_schedule.store.version import SCHEMA_VERSION
 
 
 def _migrating() -> bool:
@@ -37,9 +38,11 @@ def check_store(app_configs=None, **kwargs):
     errors: list[checks.CheckMessage] = []
     if report.below_floor:
         errors.append(level(
-            f"DS401: database schema {report.schema_version} is below the version "
-            f"{report.required} this code requires",
-            hint="Run `manage.py migrate` before starting this version.",
+            f"DS401: database schema {report.schema_version} (compatibility floor "
+            f"{report.compatibility_floor}) does not fit this code, which requires schema >= "
+            f"{report.required} and is schema {SCHEMA_VERSION}",
+            hint="Older database: run `manage.py migrate`. Newer floor: deploy the code "
+                 "that matches the migrated schema.",
             id="durable_schedule.E002"))
     for problem in report.role_problems:
         errors.append(level(
