@@ -22,8 +22,14 @@ OWNER = "test-dispatcher"
 HOUR = timedelta(hours=1)
 MINUTE = timedelta(minutes=1)
 SECOND = timedelta(seconds=1)
+TEN = 10 * MINUTE
 
-__all__ = ["HOUR", "MINUTE", "OWNER", "SCOPE", "SECOND", "T0"]
+
+def at(minutes: int):
+    """The instant ``minutes`` after T0, the controlled clock's starting point."""
+    return T0 + minutes * MINUTE
+
+__all__ = ["HOUR", "MINUTE", "OWNER", "SCOPE", "SECOND", "T0", "TEN", "at"]
 
 
 @pytest.fixture

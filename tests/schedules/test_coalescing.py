@@ -9,11 +9,11 @@ import pytest
 
 from durable_schedule import schedules
 from tests.schedules.conftest import (
-    MINUTE,
     OWNER,
     SCOPE,
     SECOND,
-    T0,
+    TEN,
+    at,
     create,
     dispatch,
     history,
@@ -28,11 +28,7 @@ from tests.schedules.conftest import (
 )
 
 pytestmark = pytest.mark.django_db
-TEN = 10 * MINUTE
 
-
-def at(minutes: int):
-    return T0 + minutes * MINUTE
 
 
 def coalesced(schedule_id="s"):

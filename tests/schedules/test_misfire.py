@@ -13,6 +13,7 @@ from tests.schedules.conftest import (
     SCOPE,
     SECOND,
     T0,
+    TEN,
     create,
     definition,
     dispatch,
@@ -24,7 +25,6 @@ from tests.schedules.conftest import (
 )
 
 pytestmark = pytest.mark.django_db
-TEN = 10 * MINUTE
 
 
 def make_due_now(schedule_id: str) -> None:

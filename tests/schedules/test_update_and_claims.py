@@ -12,7 +12,8 @@ from tests.schedules.conftest import (
     OWNER,
     SCOPE,
     SECOND,
-    T0,
+    TEN,
+    at,
     create,
     definition,
     dispatch,
@@ -27,11 +28,7 @@ from tests.schedules.conftest import (
 )
 
 pytestmark = pytest.mark.django_db
-TEN = 10 * MINUTE
 
-
-def at(minutes: int):
-    return T0 + minutes * MINUTE
 
 
 def test_update__supersedes_unstarted_occurrences_and_old_work_keeps_the_slot(clock, target):
