@@ -236,6 +236,32 @@ class WorkStateConflict(WorkError):
     )
 
 
+class AttemptsExhausted(WorkError):
+    code = "DS223"
+    next_action = (
+        "The Work's attempt counter reached its policy's maximum, so it was closed as failed "
+        "without another invocation; inspect how the row got there (history) and enqueue new "
+        "Work if the effect is still wanted."
+    )
+
+
+class ExecutorRaised(WorkError):
+    code = "DS224"
+    retriable = True
+    next_action = (
+        "The executor raised; last_error and work.attempts() keep the exception's class path "
+        "and a bounded traceback. Fix the cause; the retry policy decides the next attempt."
+    )
+
+
+class InvalidConcurrency(WorkError):
+    code = "DS225"
+    next_action = (
+        "Pass --concurrency as an int between 1 and 256 (see docs/operations.md "
+        "\"Sizing --concurrency, batches and connections\")."
+    )
+
+
 # ---------------------------------------------------------------- DS3xx security
 class SecurityError(DurableError):
     code = "DS300"

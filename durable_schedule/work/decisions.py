@@ -33,6 +33,7 @@ from durable_schedule.evaluation.policy import (
 )
 from durable_schedule.work.registry import WorkDefinition, lookup
 from durable_schedule.work.rows import (
+    FAILED,
     PENDING,
     RUNNING,
     SUSPENDED,
@@ -179,6 +180,23 @@ def admit_pending(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter
         transition(cur, row, event=state, actor=owner,
                    detail={"cause": "admission_refused", "reason": reason}, close=reason,
                    state=state, finished_at=row.now, dispatch="delete")
+        return None
+    exhausted = row.attempts_exhausted()
+    if exhausted is not None:
+        # The attempt counter already reached the policy's maximum (only a tampered or
+        # hand-edited row gets here: every failure path closes admission at the last attempt).
+        # Admission is refused for good, before any permit or invocation.
+        tally["refused"] += 1
+        tally[FAILED] += 1
+        transition(cur, row, event=FAILED, actor=owner,
+                   detail={"cause": "admission_refused", "reason": exhausted,
+                           "attempt": row.attempt,
+                           "maximum_attempts": row.policy.retry.maximum_attempts},
+                   close=exhausted, state=FAILED, finished_at=row.now, dispatch="delete",
+                   last_error=dumps(error_detail(
+                       code="DS223", message=f"attempt counter {row.attempt} reached the "
+                       f"policy's maximum of {row.policy.retry.maximum_attempts}; not admitted",
+                       reason=exhausted)))
         return None
     if row.due_at > row.now:
         reschedule_dispatch(cur, row, row.due_at)  # no early execution

@@ -11,6 +11,14 @@ minus the database's "now" at admission or renewal) plus Python's monotonic cloc
 *warn* the executor. Every decision -- admission, success, retry, expiry -- is made again by the
 database clock under the Work lock.
 
+The local budget is anchored on the monotonic instant taken *before* the admission (or renewal)
+statement was sent (``budget_origin``), never on when the answer arrived or when the context was
+built: the database sampled its "now" after that instant, so the local cancel point is never
+later than the lease end the database granted, whatever stalled the worker in between (a GC
+pause, a stopped process, a slow host -- docs/work.md "The local lease budget").
+:func:`run_guarded` checks the budget immediately before invoking and raises
+:class:`OverBudget` instead of calling an executor whose lease already ended.
+
 ``ctx.renew()`` extends the lease through the guarded SQL (spec 001: capped by the attempt's
 maximum lease lifetime and the absolute deadline, remaining time compared before adding). With
 ``heartbeat=True`` (the ``process_work`` default) a watchdog thread renews at the policy's
@@ -43,6 +51,11 @@ from durable_schedule.errors import LeaseLost
 log = logging.getLogger("durable_schedule.work")
 
 
+class OverBudget(Exception):
+    """The local lease/deadline budget ran out before the executor was invoked: it is not
+    invoked (a typed outcome, recorded as ``not_invoked``; never an executor failure)."""
+
+
 class WorkContext:
     """What an executor or reconciler knows about the attempt it serves."""
 
@@ -50,7 +63,8 @@ class WorkContext:
                  permit_no: int, deadline: datetime | None, due_at: datetime,
                  admitted_at: datetime, lease_owner: str, lease_generation: int,
                  lease_expires_at: datetime, reconciling: bool,
-                 renewer: Callable[[WorkContext], tuple[datetime, datetime]]) -> None:
+                 renewer: Callable[[WorkContext], tuple[datetime, datetime]],
+                 budget_origin: float | None = None) -> None:
         self.scope = scope
         self.work_id = work_id
         self.work_name = work_name
@@ -72,22 +86,25 @@ class WorkContext:
         self._lock = threading.Lock()
         self._lease_expires_at = lease_expires_at
         self._cancel_at = float("inf")
-        self._anchor(admitted_at, lease_expires_at)
+        self._anchor(admitted_at, lease_expires_at,
+                     time.monotonic() if budget_origin is None else budget_origin)
 
     @property
     def lease_expires_at(self) -> datetime:
         with self._lock:
             return self._lease_expires_at
 
-    def _anchor(self, db_now: datetime, lease_expires_at: datetime) -> None:
-        """Map the lease end (and the deadline, for attempts) to a local monotonic instant."""
+    def _anchor(self, db_now: datetime, lease_expires_at: datetime, origin: float) -> None:
+        """Map the lease end (and the deadline, for attempts) to a local monotonic instant,
+        counted from ``origin``: the monotonic instant before the statement that read
+        ``db_now`` was sent."""
         ends = [lease_expires_at]
         if self.deadline is not None and not self.reconciling:
             ends.append(self.deadline)
         seconds = (min(ends) - db_now).total_seconds()
         with self._lock:
             self._lease_expires_at = lease_expires_at
-            self._cancel_at = time.monotonic() + seconds
+            self._cancel_at = origin + seconds
 
     def past_cancel_point(self) -> bool:
         """Local check before invoking (spec 001): the deadline or lease end has passed."""
@@ -107,12 +124,13 @@ class WorkContext:
         """Extend the lease; returns the new expiry. Raises LeaseLost (and sets ``cancelled``)
         when another worker holds the Work now. When the cap leaves no lease time, the expiry
         is returned unchanged and ``cancelled`` is set."""
+        origin = time.monotonic()  # before the renewal statement is sent
         try:
             db_now, expires = self._renewer(self)
         except LeaseLost:
             self.cancelled.set()
             raise
-        self._anchor(db_now, expires)
+        self._anchor(db_now, expires, origin)
         if expires <= db_now:
             self.cancelled.set()
         return expires
@@ -244,6 +262,8 @@ def run_guarded(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload
     starter = _the_starter()
     key = starter.watch(ctx, cadence_seconds if heartbeat else None, using)
     try:
+        if ctx.past_cancel_point():  # immediately before invoking (docs/work.md)
+            raise OverBudget(repr(ctx))
         return fn(ctx, payload)
     finally:
         starter.unwatch(key)

@@ -116,6 +116,14 @@ class WorkRow:
             return self.cutoff_reason
         return None
 
+    def attempts_exhausted(self) -> str | None:
+        """The closure reason when the attempt counter has reached the policy's maximum
+        (no further attempt may be admitted), else None. One rule for every admission path."""
+        if self.attempt < self.policy.retry.maximum_attempts:
+            return None
+        return REASON_PLAN_EXHAUSTED if self.policy.plan is not None else (
+            REASON_ATTEMPTS_EXHAUSTED)
+
     def deadline_reached(self) -> bool:
         d = self.execution_deadline
         return d is not None and self.now >= d

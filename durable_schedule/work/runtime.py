@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections import Counter
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -44,7 +45,7 @@ from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 from durable_schedule.work import codec
 from durable_schedule.work.decisions import Invoke, Reconcile, decide, error_detail
-from durable_schedule.work.executor import WorkContext, run_guarded
+from durable_schedule.work.executor import OverBudget, WorkContext, run_guarded
 from durable_schedule.work.outcome import (
     AttemptOutcome,
     record_attempt_outcome,
@@ -55,6 +56,8 @@ from durable_schedule.work.rows import runtime_block as _runtime_block
 from durable_schedule.work.safety import verdict as as_verdict
 
 _QUERIES = "work_queries.sql"
+#: ``_reconcile``'s answer when the reconciler was not invoked (its local budget ran out).
+_NOT_INVOKED = object()
 
 
 @dataclass(frozen=True)
@@ -178,16 +181,25 @@ def _release(claims: list[_Claim], opts: _Options) -> int:
 
 def _process(claim: _Claim, opts: _Options, tally: Counter) -> None:
     try:
+        # The local budget starts before the admission statement is sent (docs/work.md "The
+        # local lease budget"): a stall after it only shortens what is left, never extends it.
+        origin = time.monotonic()
         action = _admit(claim, opts, tally)
         while action is not None:
             if isinstance(action, Invoke):
                 barrier(WORK_PERMIT_AFTER_COMMIT)
-                outcome = _invoke(action, opts)
+                outcome = _invoke(action, opts, origin)
                 barrier(WORK_EFFECT_BEFORE_OUTCOME)
                 tally.update(record_attempt_outcome(action, outcome, opts.owner, opts.using))
                 action = None
             else:
-                found, error = _reconcile(action, opts)
+                found, error = _reconcile(action, opts, origin)
+                if found is _NOT_INVOKED:
+                    # The reconciliation lease ended locally before the reconciler ran: record
+                    # nothing; the lease expires and the next claim reconciles again.
+                    tally["refused"] += 1
+                    break
+                origin = time.monotonic()  # a NotApplied verdict may admit the next attempt
                 action, counts = record_reconciliation(action, found, error, opts.owner,
                                                        opts.using)
                 tally.update(counts)
@@ -211,7 +223,8 @@ def _admit(claim: _Claim, opts: _Options, tally: Counter):
     return action
 
 
-def _context(action: Invoke | Reconcile, opts: _Options, *, reconciling: bool) -> WorkContext:
+def _context(action: Invoke | Reconcile, opts: _Options, origin: float, *,
+             reconciling: bool) -> WorkContext:
     row = action.row
     return WorkContext(
         scope=row.scope_id, work_id=row.work_id, work_name=row.work_name,
@@ -221,6 +234,7 @@ def _context(action: Invoke | Reconcile, opts: _Options, *, reconciling: bool) -
         admitted_at=row.now, lease_owner=opts.owner, lease_generation=row.lease_generation,
         lease_expires_at=row.lease_expires_at, reconciling=reconciling,
         renewer=partial(_renew, action.routing_id, row.id, reconciling, opts.using),
+        budget_origin=origin,
     )
 
 
@@ -250,8 +264,8 @@ def _renew(routing_id: int, work_ref: int, reconciling: bool, using: str,
         return row.now, expires
 
 
-def _invoke(action: Invoke, opts: _Options) -> AttemptOutcome:
-    ctx = _context(action, opts, reconciling=False)
+def _invoke(action: Invoke, opts: _Options, origin: float) -> AttemptOutcome:
+    ctx = _context(action, opts, origin, reconciling=False)
     if ctx.past_cancel_point():
         return AttemptOutcome("not_invoked")
     definition = action.definition
@@ -261,19 +275,23 @@ def _invoke(action: Invoke, opts: _Options) -> AttemptOutcome:
         result = run_guarded(definition.executor_fn, ctx, payload, heartbeat=opts.heartbeat,
                              cadence_seconds=cadence, using=opts.using)
         result_json = codec.canonical_json(result, "result")
+    except OverBudget:
+        return AttemptOutcome("not_invoked")
     except Exception as exc:  # any executor error is a failed attempt; the policy decides
         return AttemptOutcome("failed", error=error_detail(exc, attempt=action.row.attempt))
     return AttemptOutcome("succeeded", result_json=result_json)
 
 
-def _reconcile(action: Reconcile, opts: _Options):
-    ctx = _context(action, opts, reconciling=True)
+def _reconcile(action: Reconcile, opts: _Options, origin: float):
+    ctx = _context(action, opts, origin, reconciling=True)
     definition = action.definition
     cadence = action.row.policy.retry.renewal_cadence.total_seconds()
     try:
         payload = definition.codec.decode(action.row.payload)
         value = run_guarded(definition.reconciler_fn, ctx, payload, heartbeat=opts.heartbeat,
                             cadence_seconds=cadence, using=opts.using)
+    except OverBudget:
+        return _NOT_INVOKED, None
     except Exception as exc:  # a reconciler that cannot answer is Unknown (suspends)
         return None, error_detail(exc, permit_no=action.permit_no)
     found = as_verdict(value)
