@@ -60,7 +60,8 @@ def _stalls_from_environment() -> dict[str, float]:
         try:
             stalls[name] = float(seconds)
         except ValueError:
-            raise RuntimeError(f"DURABLE_SCHEDULE_STALL_AT: {item!r} is not <name>=<seconds>") from None
+            raise RuntimeError(
+                f"DURABLE_SCHEDULE_STALL_AT: {item!r} is not <name>=<seconds>") from None
     return stalls
 
 
