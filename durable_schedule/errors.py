@@ -245,15 +245,6 @@ class AttemptsExhausted(WorkError):
     )
 
 
-class ExecutorRaised(WorkError):
-    code = "DS224"
-    retriable = True
-    next_action = (
-        "The executor raised; last_error and work.attempts() keep the exception's class path "
-        "and a bounded traceback. Fix the cause; the retry policy decides the next attempt."
-    )
-
-
 class InvalidConcurrency(WorkError):
     code = "DS225"
     next_action = (

@@ -11,6 +11,7 @@ from durable_schedule.evaluation.policy import (
     ExecutionPolicy,
     RetryPolicy,
 )
+from durable_schedule.work.attempts import AttemptInfo, attempts
 from durable_schedule.work.codec import Codec, JsonCodec
 from durable_schedule.work.enqueue import AcceptedWork, WorkRequest, enqueue
 from durable_schedule.work.executor import WorkContext
@@ -26,6 +27,7 @@ from durable_schedule.work.target import WorkTarget
 __all__ = [
     "AcceptedWork",
     "Applied",
+    "AttemptInfo",
     "AttemptPlan",
     "Codec",
     "ExecutionDeadline",
@@ -46,6 +48,7 @@ __all__ = [
     "WorkPassCounts",
     "WorkRequest",
     "WorkTarget",
+    "attempts",
     "autodiscover",
     "cancel",
     "define",

@@ -31,6 +31,7 @@ from durable_schedule.evaluation.policy import (
     lease_expiry,
     next_retry_due,
 )
+from durable_schedule.work.failures import MESSAGE_LIMIT, exception_facts
 from durable_schedule.work.registry import WorkDefinition, lookup
 from durable_schedule.work.rows import (
     FAILED,
@@ -82,13 +83,17 @@ Action = Invoke | Reconcile | None
 
 def error_detail(exc: BaseException | None = None, *, code: str = "DS216", message: str = "",
                  **extra: Any) -> dict[str, Any]:
-    """A ``last_error`` value: diagnostic code, exception type and message."""
+    """A ``last_error`` value: diagnostic code and message; for an exception also its type
+    name, class path and bounded traceback (:mod:`.failures`)."""
     if exc is not None:
-        code = getattr(exc, "code", code)
+        # Only our own errors name a diagnostic code; a user exception's ``code`` attribute
+        # (an HTTP status, an errno) is not one.
+        own = isinstance(exc, DurableError)
+        code = exc.code if own else code
         message = str(exc)
-    out = {"code": code, "message": message[:2000]}
+    out: dict[str, Any] = {"code": code, "message": message[:MESSAGE_LIMIT]}
     if exc is not None:
-        out["type"] = type(exc).__name__
+        out.update(exception_facts(exc))
     out.update(extra)
     return out
 
@@ -118,6 +123,9 @@ def after_failure(cur, row: WorkRow, actor: str, *, error: dict, tally: Counter,
                                      deadline=row.execution_deadline)
     common = dict(actor=actor, resolve=resolve, lease_owner=None, lease_expires_at=None,
                   last_error=dumps(error), **changes)
+    # The history row of each failed attempt keeps its own error (work.attempts() reads it);
+    # last_error keeps only the latest.
+    detail = {**(detail or {}), "error": error}
     if due is not None:
         tally["retried"] += 1
         return transition(cur, row, event="retry_scheduled",

@@ -46,6 +46,7 @@ from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 from durable_schedule.work import codec
 from durable_schedule.work.decisions import Invoke, Reconcile, decide, error_detail
 from durable_schedule.work.executor import OverBudget, WorkContext, run_guarded
+from durable_schedule.work.failures import log_failure
 from durable_schedule.work.outcome import (
     AttemptOutcome,
     record_attempt_outcome,
@@ -278,6 +279,7 @@ def _invoke(action: Invoke, opts: _Options, origin: float) -> AttemptOutcome:
     except OverBudget:
         return AttemptOutcome("not_invoked")
     except Exception as exc:  # any executor error is a failed attempt; the policy decides
+        log_failure("executor", ctx, exc)
         return AttemptOutcome("failed", error=error_detail(exc, attempt=action.row.attempt))
     return AttemptOutcome("succeeded", result_json=result_json)
 
@@ -293,6 +295,7 @@ def _reconcile(action: Reconcile, opts: _Options, origin: float):
     except OverBudget:
         return _NOT_INVOKED, None
     except Exception as exc:  # a reconciler that cannot answer is Unknown (suspends)
+        log_failure("reconciler", ctx, exc)
         return None, error_detail(exc, permit_no=action.permit_no)
     found = as_verdict(value)
     if found is None:

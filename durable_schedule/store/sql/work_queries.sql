@@ -298,3 +298,22 @@ SELECT w.work_id, w.scope_id, w.command_id, w.idempotency_key, w.work_name, w.wo
                     WHERE a.scope_id = %(scope_id)s AND a.work_id = %(after)s::uuid))
  ORDER BY w.id
  LIMIT %(page_size)s
+
+-- name: attempts -- every admitted attempt of one Work of the current scope, in permit order, with the lease owner that ran it and the error its failure recorded (no locks, no clock).
+-- The failure's error lives in the history row that ended the attempt (retry_scheduled, failed,
+-- expired: detail->'error', written by every failure path); the admitted row names the owner.
+SELECT p.permit_no, p.attempt, p.lease_generation, p.admitted_at, p.outcome, p.resolved_at,
+       p.resolution_source, a.actor, a.id, f.event, f.detail -> 'error'
+  FROM durable_work_permit p
+  LEFT JOIN LATERAL (
+        SELECT h.id, h.actor FROM durable_work_history h
+         WHERE h.scope_id = p.scope_id AND h.work_id = p.work_id AND h.event = 'admitted'
+           AND h.detail ->> 'permit_no' = p.permit_no::text
+         ORDER BY h.id LIMIT 1) a ON true
+  LEFT JOIN LATERAL (
+        SELECT h.event, h.detail FROM durable_work_history h
+         WHERE h.scope_id = p.scope_id AND h.work_id = p.work_id AND h.id > a.id
+           AND h.attempt = p.attempt AND h.detail ? 'error'
+         ORDER BY h.id LIMIT 1) f ON true
+ WHERE p.scope_id = %(scope_id)s AND p.work_id = %(work_id)s
+ ORDER BY p.permit_no
