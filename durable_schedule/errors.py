@@ -253,6 +253,15 @@ class InvalidConcurrency(WorkError):
     )
 
 
+class AttemptCancelled(WorkError):
+    code = "DS226"
+    retriable = True
+    next_action = (
+        "The async executor was cancelled at its deadline or lease end; make it finish "
+        "sooner, renew its lease, or widen the deadline. The retry policy decides what follows."
+    )
+
+
 # ---------------------------------------------------------------- DS3xx security
 class SecurityError(DurableError):
     code = "DS300"

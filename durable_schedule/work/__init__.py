@@ -17,10 +17,10 @@ from durable_schedule.work.enqueue import AcceptedWork, WorkRequest, enqueue
 from durable_schedule.work.executor import WorkContext
 from durable_schedule.work.inspection import ExecutionSnapshot, WorkInfo, get
 from durable_schedule.work.inspection import list_work as list  # noqa: A001 -- documented name
+from durable_schedule.work.passes import WorkPassCounts, process_work_pass
 from durable_schedule.work.proof import ProofRecorded, cancel, record_proof, resume
 from durable_schedule.work.registry import WorkDefinition, autodiscover, define, lookup
 from durable_schedule.work.rows import NONTERMINAL_STATES, STATES, TERMINAL_STATES
-from durable_schedule.work.runtime import WorkPassCounts, process_work_pass
 from durable_schedule.work.safety import Applied, NotApplied, ProviderSafety, Unknown
 from durable_schedule.work.target import WorkTarget
 

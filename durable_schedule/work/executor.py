@@ -35,18 +35,21 @@ before ``run_guarded`` returns, as before.
 from __future__ import annotations
 
 import heapq
+import inspect
 import itertools
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from datetime import datetime
 from typing import Any
 
 from django.db import connections
 
 from durable_schedule.errors import LeaseLost
+from durable_schedule.work import aio
 
 log = logging.getLogger("durable_schedule.work")
 
@@ -153,9 +156,9 @@ class Watchdog(threading.Thread):
         self.started_at = started_at
         self._halt = threading.Event()
 
-    def stop(self) -> None:
+    def stop(self, *, wait: bool = True) -> None:
         self._halt.set()
-        if self.is_alive():
+        if wait and self.is_alive():
             self.join()
 
     def run(self) -> None:
@@ -212,12 +215,12 @@ class _Starter(threading.Thread):
                 self.cond.notify()
         return key
 
-    def unwatch(self, key: int) -> None:
+    def unwatch(self, key: int, *, wait: bool = True) -> None:
         with self.cond:
             self.pending.pop(key, None)
             dog = self.started.pop(key, None)
         if dog is not None:
-            dog.stop()
+            dog.stop(wait=wait)
 
     def run(self) -> None:
         with self.cond:
@@ -258,7 +261,11 @@ def _the_starter() -> _Starter:
 def run_guarded(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload: Any,
                 *, heartbeat: bool, cadence_seconds: float, using: str) -> Any:
     """Run ``fn(ctx, payload)`` under a watchdog (started lazily, see the module docstring);
-    exceptions propagate to the caller. The watchdog, if it started, is stopped and joined."""
+    exceptions propagate to the caller. The watchdog, if it started, is stopped and joined.
+    An ``async def`` ``fn`` runs on the process's event loop (:mod:`.aio`); this call waits."""
+    if inspect.iscoroutinefunction(fn):
+        return start_async(fn, ctx, payload, heartbeat=heartbeat,
+                           cadence_seconds=cadence_seconds, using=using).result()
     starter = _the_starter()
     key = starter.watch(ctx, cadence_seconds if heartbeat else None, using)
     try:
@@ -267,3 +274,20 @@ def run_guarded(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload
         return fn(ctx, payload)
     finally:
         starter.unwatch(key)
+
+
+def start_async(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload: Any, *,
+                heartbeat: bool, cadence_seconds: float, using: str) -> Future:
+    """Start an ``async def`` executor on the event loop under a watchdog; returns its future
+    (OverBudget when the budget ran out before it could start). The watchdog is told to stop
+    when the future settles (not joined: the loop thread must not wait for a renewal)."""
+    starter = _the_starter()
+    key = starter.watch(ctx, cadence_seconds if heartbeat else None, using)
+    if ctx.past_cancel_point():  # immediately before invoking (docs/work.md)
+        starter.unwatch(key)
+        refused: Future = Future()
+        refused.set_exception(OverBudget(repr(ctx)))
+        return refused
+    future = aio.submit(fn, ctx, payload)
+    future.add_done_callback(lambda _f: starter.unwatch(key, wait=False))
+    return future

@@ -140,6 +140,16 @@ def _load(cur, name: str, params: dict[str, Any]) -> WorkRow | None:
     head = cur.fetchone()
     if head is None:
         return None
+    return _parse(cur, head)
+
+
+def _load_many(cur, name: str, params: dict[str, Any]) -> dict[int, WorkRow]:
+    """Run a batch lock query (facts inline); ``{internal id: row}`` for the rows it locked."""
+    cur.execute(query(_QUERIES, name), params)
+    return {row.id: row for row in (_parse(cur, head) for head in cur.fetchall())}
+
+
+def _parse(cur, head: tuple) -> WorkRow:
     values = dict(zip(_WORK_COLUMNS, head[:len(_WORK_COLUMNS)], strict=True))
     values["payload"] = codec.loads(values["payload"])
     facts = head[len(_WORK_COLUMNS):]
@@ -162,6 +172,19 @@ def lock_leased(cur, work_ref: int, owner: str, generation: int) -> WorkRow | No
     """Lock a running Work only while ``owner``/``generation`` still hold its lease."""
     return _load(cur, "lock_leased",
                  {"id": work_ref, "lease_owner": owner, "lease_generation": generation})
+
+
+def lock_claimed_many(cur, work_refs: list[int]) -> dict[int, WorkRow]:
+    """The batch form of :func:`lock_claimed` (one statement, id order, SKIP LOCKED)."""
+    return _load_many(cur, "lock_claimed_many", {"ids": list(work_refs)})
+
+
+def lock_leased_many(cur, leases: list[tuple[int, int]], owner: str) -> dict[int, WorkRow]:
+    """The batch form of :func:`lock_leased`: ``leases`` is ``[(internal id, generation)]``;
+    returns the rows whose lease ``owner`` still holds with that generation."""
+    return _load_many(cur, "lock_leased_many", {
+        "ids": [i for i, _ in leases], "generations": [g for _, g in leases],
+        "lease_owner": owner})
 
 
 def lock_by_work_id(cur, scope_id: str, work_id) -> WorkRow | None:

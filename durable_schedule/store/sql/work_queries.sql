@@ -317,3 +317,103 @@ SELECT p.permit_no, p.attempt, p.lease_generation, p.admitted_at, p.outcome, p.r
          ORDER BY h.id LIMIT 1) f ON true
  WHERE p.scope_id = %(scope_id)s AND p.work_id = %(work_id)s
  ORDER BY p.permit_no
+
+-- name: lock_claimed_many -- the batch form of lock_claimed: lock claimed Work rows (SKIP LOCKED, in id order) and their dispatch rows, with each row's permit facts, then the clock.
+-- Same rules as lock_claimed: it never waits, and a row locked by someone else is left alone
+-- (its claim lapses and it is claimed again). Rows come back in id order (the lock order).
+WITH w AS (
+    SELECT id, scope_id, work_id, command_id, idempotency_key, work_name, work_version, payload,
+           provider_safety, fingerprint_schema, retry_policy, attempt_plan, execution_deadline,
+           accepted_at, due_at, state, attempt, lease_owner, lease_expires_at, lease_generation,
+           attempt_started_at, result, last_error, suspension_reason,
+           execution_admission_closed_at, execution_admission_closed_reason,
+           execution_deadline_reached_at, finished_at, source_occurrence_id
+      FROM durable_work
+     WHERE id = ANY(%(ids)s::bigint[])
+     ORDER BY id
+       FOR UPDATE SKIP LOCKED
+), d AS (
+    SELECT work_ref, dispatch_revision, lease_owner FROM durable_work_dispatch
+     WHERE work_ref IN (SELECT id FROM w)
+     ORDER BY work_ref
+       FOR UPDATE
+)
+SELECT w.*, p.open_no, p.open_attempt, p.open_count, p.last_no, d.dispatch_revision,
+       d.lease_owner, durable_schedule_clock('clock')
+  FROM w
+  CROSS JOIN LATERAL (
+        SELECT max(permit_no) FILTER (WHERE outcome IS NULL) AS open_no,
+               (array_agg(attempt ORDER BY permit_no DESC) FILTER (WHERE outcome IS NULL))[1]
+                   AS open_attempt,
+               count(*) FILTER (WHERE outcome IS NULL) AS open_count,
+               coalesce(max(permit_no), 0) AS last_no
+          FROM durable_work_permit
+         WHERE scope_id = w.scope_id AND work_id = w.work_id) p
+  LEFT JOIN d ON d.work_ref = w.id
+ ORDER BY w.id
+
+-- name: lock_leased_many -- the batch form of lock_leased: lock running Work rows only while this owner's lease generation (one per row) still holds each; permit facts, then the clock.
+WITH input AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(generations)s::bigint[]) AS i(id, generation)
+), w AS (
+    SELECT dw.id, dw.scope_id, dw.work_id, dw.command_id, dw.idempotency_key, dw.work_name,
+           dw.work_version, dw.payload, dw.provider_safety, dw.fingerprint_schema,
+           dw.retry_policy, dw.attempt_plan, dw.execution_deadline, dw.accepted_at, dw.due_at,
+           dw.state, dw.attempt, dw.lease_owner, dw.lease_expires_at, dw.lease_generation,
+           dw.attempt_started_at, dw.result, dw.last_error, dw.suspension_reason,
+           dw.execution_admission_closed_at, dw.execution_admission_closed_reason,
+           dw.execution_deadline_reached_at, dw.finished_at, dw.source_occurrence_id
+      FROM durable_work dw JOIN input i ON dw.id = i.id
+     WHERE dw.state = 'running' AND dw.lease_owner = %(lease_owner)s
+       AND dw.lease_generation = i.generation
+     ORDER BY dw.id
+       FOR UPDATE OF dw
+)
+SELECT w.*, p.open_no, p.open_attempt, p.open_count, p.last_no, NULL::bigint, NULL::text,
+       durable_schedule_clock('clock')
+  FROM w
+  CROSS JOIN LATERAL (
+        SELECT max(permit_no) FILTER (WHERE outcome IS NULL) AS open_no,
+               (array_agg(attempt ORDER BY permit_no DESC) FILTER (WHERE outcome IS NULL))[1]
+                   AS open_attempt,
+               count(*) FILTER (WHERE outcome IS NULL) AS open_count,
+               coalesce(max(permit_no), 0) AS last_no
+          FROM durable_work_permit
+         WHERE scope_id = w.scope_id AND work_id = w.work_id) p
+ ORDER BY w.id
+
+-- name: complete_many -- group commit of successful attempts (pgqueuer's UNNEST completion shape): one statement for many locked rows, each guarded by its own lease (state, owner, lease generation); resolves each permit, drops each dispatch row, writes each history row.
+-- The caller locked the rows (lock_leased_many) in this transaction and sends only successes
+-- before the deadline; the guard is re-checked anyway and the counts are compared (STYLE 5).
+WITH input AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(generations)s::bigint[], %(permits)s::integer[],
+                         %(results)s::text[], %(nows)s::timestamptz[], %(details)s::text[])
+        AS i(id, generation, permit_no, result, now, detail)
+), moved AS (
+    UPDATE durable_work w
+       SET state = 'succeeded', result = i.result::jsonb, finished_at = i.now,
+           lease_owner = NULL, lease_expires_at = NULL, updated_at = i.now
+      FROM input i
+     WHERE w.id = i.id AND w.state = 'running' AND w.lease_owner = %(lease_owner)s
+       AND w.lease_generation = i.generation
+    RETURNING w.id, w.scope_id, w.work_id, w.attempt, i.permit_no, i.now, i.detail
+), permit_resolved AS (
+    UPDATE durable_work_permit p
+       SET outcome = 'succeeded', resolved_at = m.now, resolved_by = %(lease_owner)s,
+           resolution_source = 'executor'
+      FROM moved m
+     WHERE p.scope_id = m.scope_id AND p.work_id = m.work_id AND p.permit_no = m.permit_no
+       AND p.outcome IS NULL
+    RETURNING 1
+), dispatch_deleted AS (
+    DELETE FROM durable_work_dispatch d USING moved m WHERE d.work_ref = m.id
+    RETURNING 1
+), history AS (
+    INSERT INTO durable_work_history (scope_id, work_id, event, attempt, actor, detail,
+                                      recorded_at)
+    SELECT m.scope_id, m.work_id, 'succeeded', m.attempt, %(lease_owner)s, m.detail::jsonb,
+           m.now
+      FROM moved m
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM permit_resolved)
