@@ -27,6 +27,25 @@ from typing import Any
 
 from durable_schedule.errors import AttemptCancelled
 
+
+class OverBudget(Exception):
+    """The local lease/deadline budget ran out before the executor was invoked: it is not
+    invoked (a typed outcome, recorded as ``not_invoked``; never an executor failure)."""
+
+
+class Gate:
+    """At most ``size`` async executors run at once; the others wait, admitted, for a slot
+    (the pipeline admits a little ahead so no slot waits for a database round trip)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._semaphore: asyncio.Semaphore | None = None
+
+    def semaphore(self) -> asyncio.Semaphore:  # created on the loop's thread, on first use
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.size)
+        return self._semaphore
+
 #: Longest wait between two looks at ``ctx.cancelled`` (a lost lease) while a task runs.
 POLL_SECONDS = 0.25
 
@@ -58,7 +77,16 @@ def _the_loop() -> asyncio.AbstractEventLoop:
         return _thread.loop
 
 
-async def _supervise(fn: Callable[..., Any], ctx, payload: Any) -> Any:
+async def _supervise(fn: Callable[..., Any], ctx, payload: Any, gate: Gate | None) -> Any:
+    if gate is None:
+        return await _run(fn, ctx, payload)
+    async with gate.semaphore():
+        return await _run(fn, ctx, payload)
+
+
+async def _run(fn: Callable[..., Any], ctx, payload: Any) -> Any:
+    if ctx.past_cancel_point():  # immediately before invoking (docs/work.md)
+        raise OverBudget(repr(ctx))
     task = asyncio.ensure_future(fn(ctx, payload))
     while True:
         remaining = ctx.seconds_until_cancel()
@@ -76,6 +104,8 @@ async def _supervise(fn: Callable[..., Any], ctx, payload: Any) -> Any:
             return task.result()
 
 
-def submit(fn: Callable[..., Any], ctx, payload: Any) -> concurrent.futures.Future:
-    """Run ``await fn(ctx, payload)`` on the process's event loop under its cancel point."""
-    return asyncio.run_coroutine_threadsafe(_supervise(fn, ctx, payload), _the_loop())
+def submit(fn: Callable[..., Any], ctx, payload: Any,
+           gate: Gate | None = None) -> concurrent.futures.Future:
+    """Run ``await fn(ctx, payload)`` on the process's event loop under its cancel point,
+    once ``gate`` (if any) has a free slot; OverBudget when the budget ran out before."""
+    return asyncio.run_coroutine_threadsafe(_supervise(fn, ctx, payload, gate), _the_loop())

@@ -3,9 +3,10 @@ docs/operations.md "Sizing --concurrency, batches and connections").
 
 One shared claim/outcome pipeline in the calling thread, N execution slots:
 
-* the pipeline claims and admits at most as many rows as there are free slots (one batch
-  transaction, :func:`.pipeline.admit_batch`), so an admitted attempt never waits for a slot
-  while its lease runs;
+* the pipeline claims and admits in batch transactions (:func:`.pipeline.admit_batch`) at most
+  one ``batch`` beyond the N slots, so a freed slot starts the next admitted attempt at once;
+  a waiting attempt's budget keeps running from its admission and is checked right before it
+  starts (an over-budget one is handed back as ``not_invoked``);
 * a synchronous executor runs on one of N pool threads (each with its own Django connection,
   opened only if the executor uses the database); an ``async def`` executor runs on the
   process's event loop (:mod:`.aio`) and holds a slot but no thread;
@@ -35,6 +36,7 @@ from durable_schedule.barriers import (
     WORK_PERMIT_AFTER_COMMIT,
     barrier,
 )
+from durable_schedule.work import aio
 from durable_schedule.work.outcome import AttemptOutcome
 from durable_schedule.work.passes import commit_outcomes, per_item_round, stopping
 from durable_schedule.work.pipeline import admit_batch
@@ -135,9 +137,11 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
         except BaseException as exc:  # noqa: BLE001 -- reported to the pipeline, re-raised
             done.put(("error", None, exc))
 
+    gate = aio.Gate(concurrency)
+
     def run_async(action, origin) -> None:
         barrier(WORK_PERMIT_AFTER_COMMIT)
-        future = invoke_async(action, opts, origin)
+        future = invoke_async(action, opts, origin, gate)
 
         def settle(f) -> None:
             barrier(WORK_EFFECT_BEFORE_OUTCOME)
@@ -145,12 +149,16 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
 
         future.add_done_callback(settle)
 
+    # Admitted ahead: up to one batch beyond the slots, so a slot that frees takes the next
+    # attempt at once instead of waiting for the pipeline's next round trip. Claim again only
+    # once the queue has run down to the slots (bigger batches, fewer transactions per item).
+    capacity = concurrency + batch
     failure: BaseException | None = None
     while True:
-        free = concurrency - in_flight
-        if (failure is None and free > 0 and not drained and processed < max_items
-                and not stopping(stop)):
-            n = min(batch, free, max_items - processed)
+        room = capacity - in_flight
+        if (failure is None and in_flight <= concurrency and not drained
+                and processed < max_items and not stopping(stop)):
+            n = min(batch, room, max_items - processed)
             admission = admit_batch(opts, seconds, n)
             if admission.tally.pop("batch_conflicts", 0):
                 processed += per_item_round(opts, seconds, n, stop, tally)
@@ -168,8 +176,8 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
             for claim in admission.deferred:
                 in_flight += 1
                 pool.submit(lambda c=claim: run_item(c))
-            if admission.claims and in_flight < concurrency:
-                continue  # fill the free slots before waiting
+            if admission.claims and in_flight <= concurrency:
+                continue  # fill the slots and the queue before waiting
         if in_flight == 0:
             break
         arrived = [done.get()]

@@ -140,8 +140,10 @@ def after_failure(cur, row: WorkRow, actor: str, *, error: dict, tally: Counter,
                       **common)
 
 
-def decide(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter) -> Action:
-    """A claimed row, locked, whose claim (dispatch revision and owner) was verified."""
+def decide(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter,
+           collect: list | None = None) -> Action:
+    """A claimed row, locked, whose claim (dispatch revision and owner) was verified.
+    ``collect``: see :func:`admit_pending`."""
     if row.state in TERMINAL_STATES or row.state == SUSPENDED:
         drop_dispatch(cur, row)  # nothing to run: such Work keeps no dispatch row
         tally["skipped"] += 1
@@ -159,11 +161,12 @@ def decide(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter) -> Ac
                                 row.lease_expires_at)
             tally["busy"] += 1
             return None
-        return recover(cur, routing_id, row, owner, tally)
-    return admit_pending(cur, routing_id, row, owner, tally)
+        return recover(cur, routing_id, row, owner, tally, collect)
+    return admit_pending(cur, routing_id, row, owner, tally, collect)
 
 
-def recover(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter) -> Action:
+def recover(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter,
+            collect: list | None = None) -> Action:
     """A running Work whose lease expired: its holder crashed or lost the lease."""
     tally["recovered"] += 1
     if row.provider_safety == RECONCILE and row.open_permit_no is not None:
@@ -173,12 +176,15 @@ def recover(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter) -> A
                                            message="the attempt's lease expired without an "
                                                    "outcome", lease_owner=row.lease_owner))
     if row.state == PENDING and row.due_at <= row.now:
-        return admit_pending(cur, routing_id, row, owner, tally)
+        return admit_pending(cur, routing_id, row, owner, tally, collect)
     return None
 
 
-def admit_pending(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter) -> Action:
-    """Admission of a pending Work: refuse (closed or not due), suspend, reconcile or admit."""
+def admit_pending(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter,
+                  collect: list | None = None) -> Action:
+    """Admission of a pending Work: refuse (closed or not due), suspend, reconcile or admit.
+    With ``collect``, an admission is appended there (``(routing_id, row, definition,
+    lease_expires_at)``) for the caller to write in one batch statement, and None returned."""
     reason = row.admission_closed()
     if reason is not None:
         # Refusal before any permit or invocation: no slot consumed (spec 001).
@@ -222,6 +228,12 @@ def admit_pending(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter
     retry = row.policy.retry
     expires = lease_expiry(row.now, retry.lease_duration, row.now,
                            retry.maximum_lease_lifetime, row.execution_deadline)
+    if collect is not None:
+        # Batched admission (work/pipeline.py): the same decision, written for the whole batch
+        # in one statement (rows.admit_many) by the caller, in this transaction.
+        collect.append((routing_id, row, definition, expires))
+        tally["admitted"] += 1
+        return None
     admitted = transition(
         cur, row, event="admitted", actor=owner,
         detail={"permit_no": row.last_permit_no + 1, "slot_due_at": row.due_at,

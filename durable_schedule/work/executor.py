@@ -50,13 +50,11 @@ from django.db import connections
 
 from durable_schedule.errors import LeaseLost
 from durable_schedule.work import aio
+from durable_schedule.work.aio import OverBudget
+
+__all__ = ["OverBudget", "WorkContext", "run_guarded", "start_async"]
 
 log = logging.getLogger("durable_schedule.work")
-
-
-class OverBudget(Exception):
-    """The local lease/deadline budget ran out before the executor was invoked: it is not
-    invoked (a typed outcome, recorded as ``not_invoked``; never an executor failure)."""
 
 
 class WorkContext:
@@ -277,7 +275,8 @@ def run_guarded(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload
 
 
 def start_async(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload: Any, *,
-                heartbeat: bool, cadence_seconds: float, using: str) -> Future:
+                heartbeat: bool, cadence_seconds: float, using: str,
+                gate: aio.Gate | None = None) -> Future:
     """Start an ``async def`` executor on the event loop under a watchdog; returns its future
     (OverBudget when the budget ran out before it could start). The watchdog is told to stop
     when the future settles (not joined: the loop thread must not wait for a renewal)."""
@@ -288,6 +287,6 @@ def start_async(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload
         refused: Future = Future()
         refused.set_exception(OverBudget(repr(ctx)))
         return refused
-    future = aio.submit(fn, ctx, payload)
+    future = aio.submit(fn, ctx, payload, gate)
     future.add_done_callback(lambda _f: starter.unwatch(key, wait=False))
     return future

@@ -3,7 +3,9 @@
 
 :func:`admit_batch` runs one outermost runtime transaction (``routed_batch``): the schema floor
 check, ``claim_work_dispatch`` for up to ``n`` rows, then per scope of the claimed rows one
-``lock_claimed_many`` statement and the usual guarded decision per row (:mod:`.decisions`).
+``lock_claimed_many`` statement, the usual decision per row (:mod:`.decisions`, every rule in
+one place) and one ``admit_many`` statement writing all plain admissions of the scope (the
+rarer outcomes -- refusal, suspension, recovery -- keep their own guarded transition).
 It commits before anything is invoked, so every permit is durable before its effect can start
 -- exactly as in the per-item path, only once for the batch.
 
@@ -39,6 +41,7 @@ from durable_schedule.work.outcome import AttemptOutcome, apply_outcome, record_
 from durable_schedule.work.rows import (
     LeaseConflict,
     WorkRow,
+    admit_many,
     dumps,
     lock_claimed_many,
     lock_leased_many,
@@ -81,8 +84,15 @@ def admit_batch(opts: Options, lease_seconds: float, n: int) -> Admission:
                 scope_id = enter(routing_id)
                 rows = {} if scope_id is None else lock_claimed_many(
                     cur, [c.work_ref for c in claims])
+                collected: list = []
                 for claim in claims:
-                    _admit_one(cur, claim, rows.get(claim.work_ref), opts, origin, out)
+                    _admit_one(cur, claim, rows.get(claim.work_ref), opts, origin, out,
+                               collected)
+                admitted = admit_many(cur, [(row, expires) for _, row, _, expires in collected],
+                                      opts.owner)
+                out.admitted.extend(
+                    (Invoke(rid, row, definition, row.last_permit_no), origin)
+                    for (rid, _, definition, _), row in zip(collected, admitted, strict=True))
     except LeaseConflict:
         # Rolled back as a whole, claim included: hand every claim to the per-item path, which
         # claims again and isolates the conflicting row (counted "lost" there).
@@ -93,7 +103,7 @@ def admit_batch(opts: Options, lease_seconds: float, n: int) -> Admission:
 
 
 def _admit_one(cur, claim: Claim, row: WorkRow | None, opts: Options, origin: float,
-               out: Admission) -> None:
+               out: Admission, collected: list) -> None:
     if row is None or (row.dispatch_revision, row.dispatch_owner) != (
             claim.revision, opts.owner):
         out.tally["skipped"] += 1  # the claim went stale: another worker holds the row now
@@ -101,7 +111,8 @@ def _admit_one(cur, claim: Claim, row: WorkRow | None, opts: Options, origin: fl
     if row.provider_safety == RECONCILE:
         out.deferred.append(claim)  # per-item admission keeps its uncertain window short
         return
-    action = decide(cur, claim.routing_id, row, opts.owner, out.tally)
+    # Every rule is decisions.decide's; a plain admission is collected for admit_many.
+    action = decide(cur, claim.routing_id, row, opts.owner, out.tally, collected)
     if isinstance(action, Invoke):
         out.admitted.append((action, origin))
 

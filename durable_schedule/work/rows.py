@@ -289,6 +289,41 @@ def transition(
     )
 
 
+def admit_many(cur, items: list[tuple[WorkRow, datetime]], owner: str) -> list[WorkRow]:
+    """The set form of the admitting :func:`transition` (pending -> running, new permit, new
+    lease, dispatch row to the lease end, ``admitted`` history): one statement for ``items``
+    (``(locked row, lease_expires_at)``), each guarded by its own expected state, owner and
+    lease generation. Returns the rows as they now are, in order; a count that does not match
+    raises :class:`LeaseConflict` (the caller's transaction rolls back)."""
+    if not items:
+        return []
+    details = [dumps({"from": row.state, "to": RUNNING, "permit_no": row.last_permit_no + 1,
+                      "slot_due_at": row.due_at, "lease_expires_at": expires})
+               for row, expires in items]
+    cur.execute(query(_QUERIES, "admit_many"), {
+        "ids": [row.id for row, _ in items],
+        "expect_states": [row.state for row, _ in items],
+        "expect_owners": [row.lease_owner for row, _ in items],
+        "expect_generations": [row.lease_generation for row, _ in items],
+        "attempts": [row.attempt + 1 for row, _ in items],
+        "expires": [expires for _, expires in items],
+        "nows": [row.now for row, _ in items],
+        "permits": [row.last_permit_no + 1 for row, _ in items],
+        "details": details,
+        "lease_owner": owner,
+    })
+    moved, permits_new = cur.fetchone()
+    if moved != len(items) or permits_new != len(items):
+        raise LeaseConflict(f"batch admission moved {moved} of {len(items)} rows "
+                            f"({permits_new} permits)")
+    return [replace(row, state=RUNNING, attempt=row.attempt + 1, lease_owner=owner,
+                    lease_expires_at=expires, lease_generation=row.lease_generation + 1,
+                    attempt_started_at=row.now, last_permit_no=row.last_permit_no + 1,
+                    open_permits=row.open_permits + 1, open_permit_no=row.last_permit_no + 1,
+                    open_permit_attempt=row.attempt + 1)
+            for row, expires in items]
+
+
 def reschedule_dispatch(cur, row: WorkRow, due_at: datetime, owner: str | None = None,
                         expires_at: datetime | None = None) -> None:
     """Under the Work lock: the dispatch row is due again at ``due_at`` (no Work change)."""

@@ -41,7 +41,7 @@ from durable_schedule.errors import InvalidArgument, InvalidLease, LeaseLost, Sc
 from durable_schedule.evaluation.policy import MAX_INSTANT, bounded_add, lease_expiry
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
-from durable_schedule.work import codec
+from durable_schedule.work import aio, codec
 from durable_schedule.work.decisions import Invoke, Reconcile, decide, error_detail
 from durable_schedule.work.executor import OverBudget, WorkContext, run_guarded, start_async
 from durable_schedule.work.failures import log_failure
@@ -266,7 +266,8 @@ def is_async(action: Invoke) -> bool:
     return inspect.iscoroutinefunction(action.definition.executor_fn)
 
 
-def invoke_async(action: Invoke, opts: Options, origin: float) -> Future:
+def invoke_async(action: Invoke, opts: Options, origin: float,
+                 gate: aio.Gate | None = None) -> Future:
     """Start an ``async def`` executor on the event loop; a future of its AttemptOutcome."""
     ctx = context(action, opts, origin, reconciling=False)
     done: Future = Future()
@@ -278,7 +279,7 @@ def invoke_async(action: Invoke, opts: Options, origin: float) -> Future:
     try:
         payload = definition.codec.decode(action.row.payload)
         started = start_async(definition.executor_fn, ctx, payload, heartbeat=opts.heartbeat,
-                              cadence_seconds=cadence, using=opts.using)
+                              cadence_seconds=cadence, using=opts.using, gate=gate)
     except Exception as exc:  # noqa: BLE001 -- a payload that cannot be decoded fails
         done.set_result(_failed(action, ctx, exc))
         return done

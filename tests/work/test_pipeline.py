@@ -56,7 +56,7 @@ def test_pipeline__every_permit_of_the_batch_commits_before_the_first_invocation
         assert history(work_id) == ["accepted", "admitted", "succeeded"]
 
 
-def test_pipeline__outcomes_of_a_batch_are_one_statement_and_two_transactions(
+def test_pipeline__a_batch_is_one_admission_and_one_completion_statement(
         committed_clock, define):
     d = define("test.grouped")
     d.executor(lambda ctx, payload: {"n": payload["n"]})
@@ -64,13 +64,13 @@ def test_pipeline__outcomes_of_a_batch_are_one_statement_and_two_transactions(
     statements = _Statements()
     with connection.execute_wrapper(statements):
         assert run_pass(batch=8).succeeded == 8
-    completions = [s for s in statements.sql if "complete_many" in s or (
-        "SET state = 'succeeded'" in s)]
-    assert len(completions) == 1, completions
-    transitions = [s for s in statements.sql if "permit_new AS" in s]
-    assert len(transitions) == 8  # one guarded admission per row, inside the batch transaction
-    # claim+admission, group commit, and the final empty claim: statements per item stay low.
-    assert len(statements.sql) <= 8 + 20, statements.sql
+    admissions = [s for s in statements.sql if "name: admit_many" in s or (
+        "'admitted', m.attempt" in s)]
+    completions = [s for s in statements.sql if "SET state = 'succeeded'" in s]
+    assert len(admissions) == 1 and len(completions) == 1
+    assert not [s for s in statements.sql if "permit_new AS" in s and "unnest" not in s]
+    # Two batch transactions (claim + admission, group commit) and the final empty claim.
+    assert len(statements.sql) <= 20, statements.sql
 
 
 def test_pipeline__a_lease_lost_mid_batch_fences_exactly_its_item(committed_clock, define):

@@ -417,3 +417,48 @@ WITH input AS (
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM permit_resolved)
+
+-- name: admit_many -- batch admission (the set form of transition's pending -> running): for many locked rows, each guarded by its expected state, owner and lease generation, write the running state and new lease, insert each permit, move each dispatch row to the lease end and write each history row.
+-- The caller decided every row with decisions.admit_pending under the lock in this transaction
+-- and compares the counts (STYLE 5); a mismatch rolls the batch back.
+WITH input AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(expect_states)s::text[],
+                         %(expect_owners)s::text[], %(expect_generations)s::bigint[],
+                         %(attempts)s::integer[], %(expires)s::timestamptz[],
+                         %(nows)s::timestamptz[], %(permits)s::integer[], %(details)s::text[])
+        AS i(id, expect_state, expect_owner, expect_generation, attempt, expires, now,
+             permit_no, detail)
+), moved AS (
+    UPDATE durable_work w
+       SET state = 'running', attempt = i.attempt, lease_owner = %(lease_owner)s,
+           lease_expires_at = i.expires, lease_generation = i.expect_generation + 1,
+           attempt_started_at = i.now, updated_at = i.now
+      FROM input i
+     WHERE w.id = i.id AND w.state = i.expect_state
+       AND w.lease_owner IS NOT DISTINCT FROM i.expect_owner
+       AND w.lease_generation = i.expect_generation
+    RETURNING w.id, w.scope_id, w.work_id, i.attempt, i.expires, i.now, i.permit_no,
+              i.detail, w.lease_generation
+), permit_new AS (
+    INSERT INTO durable_work_permit (scope_id, work_id, permit_no, attempt, lease_generation,
+                                     admitted_at)
+    SELECT m.scope_id, m.work_id, m.permit_no, m.attempt, m.lease_generation, m.now
+      FROM moved m
+    RETURNING 1
+), dispatch_moved AS (
+    INSERT INTO durable_work_dispatch AS d (scope_routing_id, work_ref, due_at)
+    SELECT s.routing_id, m.id, m.expires
+      FROM moved m JOIN durable_schedule_scope s ON s.scope_id = m.scope_id
+    ON CONFLICT (work_ref) DO UPDATE
+       SET due_at = EXCLUDED.due_at, lease_owner = %(lease_owner)s,
+           lease_expires_at = EXCLUDED.due_at, dispatch_revision = d.dispatch_revision + 1
+    RETURNING 1
+), history AS (
+    INSERT INTO durable_work_history (scope_id, work_id, event, attempt, actor, detail,
+                                      recorded_at)
+    SELECT m.scope_id, m.work_id, 'admitted', m.attempt, %(lease_owner)s, m.detail::jsonb,
+           m.now
+      FROM moved m
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM permit_new)
