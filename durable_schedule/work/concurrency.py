@@ -144,8 +144,13 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
         future = invoke_async(action, opts, origin, gate)
 
         def settle(f) -> None:
+            try:
+                outcome = f.result()
+            except BaseException as exc:  # noqa: BLE001 -- reported to the pipeline, re-raised
+                done.put(("error", action, exc))
+                return
             barrier(WORK_EFFECT_BEFORE_OUTCOME)
-            done.put(("outcome", action, f.result()))
+            done.put(("outcome", action, outcome))
 
         future.add_done_callback(settle)
 

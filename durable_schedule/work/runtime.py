@@ -285,9 +285,12 @@ def invoke_async(action: Invoke, opts: Options, origin: float,
         return done
 
     def settle(f: Future) -> None:
-        exc = f.exception()
-        done.set_result(_failed(action, ctx, exc) if exc is not None
-                        else _succeeded(action, ctx, f.result()))
+        try:
+            exc = f.exception()
+            done.set_result(_failed(action, ctx, exc) if exc is not None
+                            else _succeeded(action, ctx, f.result()))
+        except BaseException as fatal:  # noqa: BLE001 -- never leave the pipeline waiting
+            done.set_exception(fatal)
 
     started.add_done_callback(settle)
     return done

@@ -64,3 +64,30 @@ def test_work_loop__sigterm_drains_every_in_flight_item_at_concurrency_4():
     # The two that never started hold no lease: nothing waits for this dead process.
     assert sql("select count(*) from durable_work_dispatch where lease_owner is not null"
                " and lease_expires_at > now()") == [(0,)]
+
+
+def test_work_loop__connections_of_a_concurrent_worker_stay_within_the_bound():
+    """docs/operations.md: one pipeline connection, one LISTEN connection, at most N pool
+    threads (these executors write an effect row), no watchdog for jobs shorter than half their
+    renewal cadence. Sampled from pg_stat_activity while the worker runs."""
+    for n in range(24):
+        runner_targets.slow.enqueue(scope="tenant-a", command=f"c-{n}",
+                                    idempotency_key=f"k-{n}", payload={"seconds": 0.2})
+    app = "ds-conn-bound"
+    proc = start_loop("process_work", "--concurrency", "4", "--batch", "4",
+                      env={"PGAPPNAME": app})
+    most = 0
+
+    def sample():
+        nonlocal most
+        [(now,)] = sql("select count(*) from pg_stat_activity where application_name = %s",
+                       (app,))
+        most = max(most, now)
+        return sql("select count(*) from durable_work where state = 'succeeded'")[0][0] == 24
+
+    try:
+        wait_until(sample, timeout=60, what="all 24 items to run")
+    finally:
+        code, out = stop(proc)
+    assert code == 0, out
+    assert 3 <= most <= 2 + 4, most  # pipeline + LISTEN + the pool threads that used the ORM
