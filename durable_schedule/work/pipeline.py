@@ -46,7 +46,7 @@ from durable_schedule.work.rows import (
     lock_claimed_many,
     lock_leased_many,
 )
-from durable_schedule.work.runtime import Claim, Options, check_floor
+from durable_schedule.work.runtime import Claim, Options, refuse_below_floor
 
 _QUERIES = "work_queries.sql"
 
@@ -76,10 +76,11 @@ def admit_batch(opts: Options, lease_seconds: float, n: int) -> Admission:
     origin = time.monotonic()  # before the first admission statement (docs/work.md)
     try:
         with routed_batch(using=opts.using) as (cur, enter):
-            check_floor(cur)
-            cur.execute(query(_QUERIES, "claim"),
+            cur.execute(query(_QUERIES, "floor_and_claim"),
                         {"owner": opts.owner, "lease_seconds": lease_seconds, "max_rows": n})
-            out.claims = [Claim(*row) for row in cur.fetchall()]
+            found = cur.fetchall()
+            refuse_below_floor(*found[0][:2])  # raising rolls the claim back
+            out.claims = [Claim(*row[2:]) for row in found if row[2] is not None]
             for routing_id, claims in _by_scope(out.claims, lambda c: c.routing_id):
                 scope_id = enter(routing_id)
                 rows = {} if scope_id is None else lock_claimed_many(
@@ -122,7 +123,7 @@ def record_outcomes(results: list[tuple[Invoke, AttemptOutcome]], opts: Options)
     tally: Counter = Counter()
     if not results:
         return tally
-    with routed_batch(using=opts.using) as (cur, enter):
+    with routed_batch(using=opts.using, claiming=False) as (cur, enter):
         for routing_id, group in _by_scope(results, lambda r: r[0].routing_id):
             scope_id = enter(routing_id)
             rows = {} if scope_id is None else lock_leased_many(

@@ -131,7 +131,10 @@ def _validate(max_items: object, batch: object, owner: object, lease_seconds: ob
 def check_floor(cur) -> None:
     """Refuse to work on a store whose schema does not fit this code (DS401)."""
     cur.execute(query(_QUERIES, "store_floor"))
-    version, floor = cur.fetchone()
+    refuse_below_floor(*cur.fetchone())
+
+
+def refuse_below_floor(version: int, floor: int) -> None:
     if version < REQUIRED_SCHEMA or floor > SCHEMA_VERSION:
         raise SchemaBelowFloor(
             f"database schema {version} (floor {floor}) does not fit this code "

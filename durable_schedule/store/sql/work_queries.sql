@@ -462,3 +462,12 @@ WITH input AS (
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM permit_new)
+
+-- name: floor_and_claim -- the batch pipeline's first statement: the schema version and floor, and the claim (SECURITY DEFINER, routing facts only) in one round trip.
+-- The caller refuses a store below its floor by raising, which rolls this transaction -- and so
+-- the claim -- back: nothing is claimed by code that may not run against this schema.
+SELECT f.schema_version, f.compatibility_floor, c.scope_routing_id, c.work_ref,
+       c.dispatch_revision
+  FROM (SELECT schema_version, compatibility_floor FROM durable_schedule_store) f
+  LEFT JOIN claim_work_dispatch(%(owner)s, make_interval(secs => %(lease_seconds)s),
+                                %(max_rows)s) c ON true
