@@ -148,3 +148,26 @@ def test_concurrency__bad_values_are_refused_before_anything_runs(committed_cloc
     for bad in (0, 257, "4", True, 2.0):
         with pytest.raises(InvalidConcurrency):
             run_pass(concurrency=bad)
+
+
+def test_concurrency__the_command_refuses_a_bad_concurrency_with_its_code(committed_clock):
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="DS225"):
+        call_command("process_work", "--concurrency", "0")
+    assert rows("select count(*) from durable_work_history") == [(0,)]
+
+
+def test_concurrency__the_command_runs_a_concurrent_pass(committed_clock, define):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    d = define("test.cmd_concurrent")
+    d.executor(lambda ctx, payload: {"n": payload["n"]})
+    for n in range(6):
+        d.enqueue(scope="tenant-a", command=f"c-{n}", idempotency_key=f"k-{n}",
+                  payload={"n": n})
+    out = StringIO()
+    call_command("process_work", "--concurrency", "3", "--batch", "2", stdout=out)
+    assert "succeeded=6" in out.getvalue()
