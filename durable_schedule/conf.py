@@ -30,6 +30,10 @@ DEFAULTS: dict[str, Any] = {
     # transaction mode that cannot keep prepared statements (PgBouncer < 1.21, or without
     # ``max_prepared_statements``): docs/operations.md "Prepared statements and poolers".
     "PREPARE_STATEMENTS": True,
+    # The scope every public call uses when it is given none (docs/getting-started.md "One scope
+    # for a single-tenant project"). None (the default) makes the scope a required argument, as
+    # a multi-tenant project wants: a forgotten scope is an error (DS410), never a guess.
+    "DEFAULT_SCOPE": None,
 }
 
 
@@ -57,6 +61,10 @@ def prepare_statements() -> bool:
     return bool(_get("PREPARE_STATEMENTS"))
 
 
+def default_scope() -> str | None:
+    return _get("DEFAULT_SCOPE")
+
+
 def admin_scopes():
     """The ADMIN_SCOPES callable, imported when given as a dotted path."""
     value = _get("ADMIN_SCOPES")
@@ -81,6 +89,7 @@ def validate() -> None:
         raise ValueError("DURABLE_SCHEDULE['SAFETY_WINDOW'] must be a positive timedelta")
     if not isinstance(_get("PREPARE_STATEMENTS"), bool):
         raise ValueError("DURABLE_SCHEDULE['PREPARE_STATEMENTS'] must be True or False")
+    _validate_default_scope(default_scope())
     if max_idle_seconds() <= 0:
         raise ValueError("DURABLE_SCHEDULE['MAX_IDLE_SECONDS'] must be positive")
     try:
@@ -90,3 +99,16 @@ def validate() -> None:
     if not callable(scopes):
         raise ValueError("DURABLE_SCHEDULE['ADMIN_SCOPES'] must be a callable user -> scopes "
                          "or its dotted path")
+
+
+def _validate_default_scope(value: object) -> None:
+    if value is None:
+        return
+    from durable_schedule.errors import InvalidDefaultScope, InvalidScope
+    from durable_schedule.store.transactions import validate_scope_id
+
+    try:
+        validate_scope_id(value)
+    except InvalidScope as exc:
+        raise InvalidDefaultScope(f"DURABLE_SCHEDULE['DEFAULT_SCOPE']={value!r} is not a valid "
+                                  f"scope id: {exc.message}") from None

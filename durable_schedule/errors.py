@@ -310,6 +310,20 @@ class PartitionMaintenanceFailed(OperationsError):
     next_action = "Run `manage.py durable_partitions` as the migration owner."
 
 
+class ScopeRequired(InvalidArgument):
+    code = "DS410"
+    next_action = ("Pass the scope, or set DURABLE_SCHEDULE['DEFAULT_SCOPE'] in a single-tenant "
+                   "project (docs/getting-started.md).")
+
+
+class InvalidDefaultScope(OperationsError, ValueError):
+    """Raised by the settings check (``durable_schedule.E005``) for a bad DEFAULT_SCOPE."""
+
+    code = "DS411"
+    next_action = ("Set DURABLE_SCHEDULE['DEFAULT_SCOPE'] to None or to a scope id: 1-200 "
+                   "characters, no control characters, no surrounding spaces.")
+
+
 def all_error_classes() -> list[type[DurableError]]:
     """Every concrete error class, for the catalogue test and docs."""
     seen: list[type[DurableError]] = []

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from durable_schedule.default_scope import scope_optional
 from durable_schedule.errors import (
     DurableError,
     InvalidArgument,
@@ -98,6 +99,7 @@ def _guarded(row, what: str, schedule_id: str) -> int:
 
 
 # ---------------------------------------------------------------- commands
+@scope_optional
 def create(
     scope: str,
     schedule_id: str,
@@ -161,6 +163,7 @@ def _insert_generation(cur, scope, schedule_id, generation, spec, accepted, targ
     })
 
 
+@scope_optional
 def update(
     scope: str,
     schedule_id: str,
@@ -245,6 +248,7 @@ def _retired(row) -> dict[str, Any]:
             "first": records.iso(row[3]), "last": records.iso(row[4])}
 
 
+@scope_optional
 def delete(scope: str, schedule_id: str, expected_revision: int | None = None,
            actor: str = "") -> ScheduleInfo:
     """Delete the schedule: terminal for this identity (DS107 for every later command).
@@ -274,6 +278,7 @@ def delete(scope: str, schedule_id: str, expected_revision: int | None = None,
         return _reread(cur, scope, schedule_id)
 
 
+@scope_optional
 def release_after_recovery(scope: str, schedule_id: str, actor: str = "", *,
                            expected_revision: int | None = None) -> ScheduleInfo:
     """Resume a schedule suspended for ``runtime_epoch_mismatch``, never moving its cursor.
@@ -316,6 +321,7 @@ def release_after_recovery(scope: str, schedule_id: str, actor: str = "", *,
         return _reread(cur, scope, schedule_id)
 
 
+@scope_optional
 def suspend(scope: str, schedule_id: str, reason: str, actor: str = "", *,
             expected_revision: int | None = None) -> ScheduleInfo:
     """Operator action: stop an active schedule (reason ``operator``, the note as evidence).
@@ -347,6 +353,7 @@ def suspend(scope: str, schedule_id: str, reason: str, actor: str = "", *,
 
 
 # ---------------------------------------------------------------- reads
+@scope_optional
 def get(scope: str, schedule_id: str) -> ScheduleInfo:
     """One schedule of ``scope`` (deleted ones too); ``ScheduleNotFound`` (DS108) otherwise."""
     validate_scope_id(scope)
@@ -358,6 +365,7 @@ def get(scope: str, schedule_id: str) -> ScheduleInfo:
         return from_definition(scope, d)
 
 
+@scope_optional
 def list_schedules(scope: str, *, states: Iterable[str] | None = None, after: str = "",
                    limit: int = 1000) -> builtins.list[ScheduleInfo]:
     """The schedules of ``scope`` in ``schedule_id`` order (exported as ``schedules.list``).

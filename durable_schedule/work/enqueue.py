@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from durable_schedule.default_scope import scope_optional
 from durable_schedule.errors import (
     IdempotencyConflict,
     InvalidArgument,
@@ -221,6 +222,7 @@ def _compare_or_return(cur, scope_id, request, fp, work_id) -> AcceptedWork:
     return AcceptedWork(stored_id, command_id, key, state, accepted_at, False)
 
 
+@scope_optional
 def enqueue(scope: str, request: WorkRequest, *, using: str | None = None) -> AcceptedWork:
     """Accept ``request`` in ``scope`` inside the caller's transaction (or its own)."""
     if not isinstance(request, WorkRequest):

@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from durable_schedule.default_scope import scope_optional
 from durable_schedule.errors import (
     InvalidArgument,
     ProofRefused,
@@ -79,6 +80,7 @@ def _locked(cur, scope: str, work_id: uuid.UUID) -> WorkRow:
     return row
 
 
+@scope_optional
 def record_proof(scope: str, work_id: uuid.UUID | str, outcome: str, *, actor: str,
                  result: Any = None, expected_permit_no: int | None = None,
                  using: str | None = None) -> ProofRecorded:
@@ -123,6 +125,7 @@ def record_proof(scope: str, work_id: uuid.UUID | str, outcome: str, *, actor: s
     return ProofRecorded(wid, permit, attempt, outcome, row.state, row.open_permits)
 
 
+@scope_optional
 def resume(scope: str, work_id: uuid.UUID | str, *, actor: str,
            using: str | None = None) -> str:
     """Lift an ``unknown_definition`` / ``reconciler_missing`` suspension after deploying the
@@ -142,6 +145,7 @@ def resume(scope: str, work_id: uuid.UUID | str, *, actor: str,
     return row.state
 
 
+@scope_optional
 def cancel(scope: str, work_id: uuid.UUID | str, *, actor: str,
            using: str | None = None) -> str:
     """Cancel pending or suspended Work (terminal ``canceled``). Running Work is refused: wait

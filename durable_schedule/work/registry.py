@@ -91,7 +91,7 @@ class WorkDefinition:
             work_id=work_id,
         )
 
-    def enqueue(self, *, scope: str, command: str, idempotency_key: str, payload: Any,
+    def enqueue(self, *, scope: str | None = None, command: str, idempotency_key: str, payload: Any,
                 deadline: datetime | None = None, due_at: datetime | None = None,
                 work_id: uuid.UUID | None = None, using: str | None = None) -> AcceptedWork:
         """Accept Work inside the caller's ``transaction.atomic()`` (see work.enqueue)."""
