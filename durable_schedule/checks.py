@@ -1,5 +1,6 @@
-"""System checks (STYLE 8, DESIGN §3): the store must be migrated, at or above the compatibility
-floor, and the runtime roles must exist with their exact grants. Ids are stable.
+"""System checks (docs/protocol/conventions.md rule C8, docs/protocol/storage.md): the store must be
+migrated, at or above the compatibility floor, and the runtime roles must exist with their exact
+grants. Ids are stable.
 
 The store check is untagged so that a plain ``manage.py check`` runs it (database-tagged checks
 only run with ``--database``). While ``manage.py migrate`` runs, its findings are warnings, not

@@ -1,4 +1,5 @@
-"""Settings of durable_schedule: one function per setting, one documented default each (STYLE 8).
+"""Settings of durable_schedule: one function per setting, one documented default each
+(docs/protocol/conventions.md rule C8).
 
 All live under ``settings.DURABLE_SCHEDULE`` (a dict). ``validate()`` runs as a system check.
 """
@@ -13,9 +14,11 @@ from django.conf import settings
 DEFAULTS: dict[str, Any] = {
     # The Django database alias whose connection holds the store.
     "DATABASE": "default",
-    # Lease a schedule dispatcher or Work worker takes per claim (<= 10 minutes, DESIGN §3).
+    # Lease a schedule dispatcher or Work worker takes per claim (<= 10 minutes,
+    # docs/protocol/storage.md).
     "LEASE_SECONDS": 30,
-    # How late the earliest missed instant may be before a schedule is suspended (DESIGN §4.3).
+    # How late the earliest missed instant may be before a schedule is suspended
+    # (docs/protocol/schedules.md rule S3).
     "SAFETY_WINDOW": timedelta(hours=1),
     # Longest sleep of an idle --loop runner between database polls (NOTIFY wakes it sooner).
     "MAX_IDLE_SECONDS": 5.0,

@@ -1,4 +1,5 @@
-"""The one error hierarchy of durable_schedule (DESIGN §2 "diagnostics", STYLE 7).
+"""The one error hierarchy of durable_schedule (docs/architecture.md "diagnostics",
+docs/protocol/conventions.md rule C7).
 
 Every error carries a stable diagnostic ``code`` (``DS1xx`` schedule, ``DS2xx`` work, ``DS3xx``
 security, ``DS4xx`` operations), a ``retriable`` flag and a ``next_action`` sentence that tells

@@ -1,4 +1,4 @@
-"""The schedule commands and reads (DESIGN §1, §4 items 2, 5 and 6; spec 000).
+"""The schedule commands and reads (docs/protocol/schedules.md rules S2, S5 and S6).
 
 Every function validates its arguments first (nothing is written for bad input), then runs in
 the scoped transaction form (``store.transactions.scoped``): as ``durable_runtime``, with the
@@ -51,7 +51,8 @@ from durable_schedule.work.target import WorkTarget
 STATES = ("active", "suspended", "deleted", "completed")
 #: The reason ``suspend()`` records; ``release_after_recovery`` does not clear it (use update).
 OPERATOR_REASON = "operator"
-#: The only suspension ``release_after_recovery`` clears (spec 000 "Clock and evaluator fences").
+#: The only suspension ``release_after_recovery`` clears (docs/protocol/schedules.md "Clock and
+#: evaluator fences").
 RELEASABLE_REASON = "runtime_epoch_mismatch"
 
 
@@ -283,8 +284,8 @@ def release_after_recovery(scope: str, schedule_id: str, actor: str = "", *,
                            expected_revision: int | None = None) -> ScheduleInfo:
     """Resume a schedule suspended for ``runtime_epoch_mismatch``, never moving its cursor.
 
-    Rebinds the current store runtime epoch and scope generation (spec 000). Any other
-    suspension (``scope_generation_mismatch``, ``clock_jump``, ``unevaluable``, ``operator``)
+    Rebinds the current store runtime epoch and scope generation (docs/protocol/schedules.md). Any
+    other suspension (``scope_generation_mismatch``, ``clock_jump``, ``unevaluable``, ``operator``)
     is refused with ``ReleaseRefused`` (DS110): repair those with ``update()`` (a new
     generation). Raises ``ScheduleNotSuspended`` (DS116) for a schedule that is not suspended.
     """

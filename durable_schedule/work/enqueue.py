@@ -1,4 +1,4 @@
-"""Accepting Work inside the caller's transaction (issue 3, item 2; spec 001).
+"""Accepting Work inside the caller's transaction (issue 3, item 2; docs/protocol/work.md).
 
 ``enqueue(scope, request)`` runs inside the caller's ``transaction.atomic()`` when there is one:
 the Work exists only if the caller commits. It enters the runtime role and the caller's scope
@@ -17,7 +17,8 @@ row back and compares (compare-or-return, never a blind second write):
   work id, or a work id taken by another identity): ``IdempotencyConflict`` (DS207).
 
 ``accepted_at`` is ``durable_schedule_clock('clock')`` (``clock_timestamp()``) sampled by that
-statement: insertion time, not request creation or commit (spec 001), and it is never hashed.
+statement: insertion time, not request creation or commit (docs/protocol/work.md), and it is never
+hashed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Reading Work: ``work.get`` and ``work.list`` (issue 3, item 6; spec 001 "Authorized Work List").
+"""Reading Work: ``work.get`` and ``work.list`` (issue 3, item 6; docs/protocol/work.md "Authorized
+Work List").
 
 Each call runs one Work query in a scoped block (whatever the page size): the statement's MVCC
 snapshot projects the stored facts, and the execution snapshot is computed from that one row by

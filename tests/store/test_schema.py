@@ -129,8 +129,8 @@ def test_check__flags_a_schema_below_the_compatibility_floor():
 
 @pytest.mark.django_db
 def test_check__flags_code_older_than_the_floor_the_store_demands():
-    # A newer migration raised the floor (spec 001 "Schema and release migration"): this code
-    # must refuse to read or write the store, not guess at a schema it does not know.
+    # A newer migration raised the floor (docs/protocol/work.md "Schema and release migration"):
+    # this code must refuse to read or write the store, not guess at a schema it does not know.
     with connection.cursor() as cur:
         cur.execute("update durable_schedule_store set schema_version = 99,"
                     " compatibility_floor = 99")
