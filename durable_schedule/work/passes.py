@@ -1,9 +1,10 @@
 """One bounded pass of the Work runtime: ``process_work_pass(...) -> WorkPassCounts`` (issue 3,
 issue 16 items 2 and 3).
 
-The shape follows River's ``run_once`` (STYLE 6): ``manage.py process_work`` runs one pass; the
-``--loop`` runner calls the same function again and again. A pass repeats, until ``max_items``
-claimed rows were processed, nothing is due, or ``stop()`` is true:
+The shape follows River's ``run_once`` (docs/protocol/conventions.md rule C6): ``manage.py
+process_work`` runs one pass; the ``--loop`` runner calls the same function again and again. A
+pass repeats, until ``max_items`` claimed rows were processed, nothing is due, or ``stop()`` is
+true:
 
 1. **Claim and admit a batch** in one transaction (:func:`.pipeline.admit_batch`): the permits
    commit before any invocation.

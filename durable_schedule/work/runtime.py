@@ -224,7 +224,7 @@ def context(action: Invoke | Reconcile, opts: Options, origin: float, *,
 
 def _renew(routing_id: int, work_ref: int, reconciling: bool, using: str,
            ctx: WorkContext) -> tuple[datetime, datetime]:
-    """Extend the lease through the guarded SQL; capped as spec 001 says."""
+    """Extend the lease through the guarded SQL; capped as docs/protocol/work.md says."""
     with routed_block(routing_id, using) as (cur, scope_id):
         row = None
         if scope_id is not None:

@@ -1,8 +1,8 @@
--- Named queries of the Work runtime (issue 3, spec 001). Not a migration file: loaded with
+-- Named queries of the Work runtime (issue 3, docs/protocol/work.md). Not a migration file: loaded with
 -- store.sqlfiles.query("work_queries.sql", name). Scoped queries run as durable_runtime with the
 -- transaction-local scope set, so row-level security admits only that scope's rows. Every state
 -- change names the lease it expects (state, lease owner, lease generation) in its WHERE clause
--- and the caller checks the row count (STYLE 5).
+-- and the caller checks the row count (docs/protocol/conventions.md rule C5).
 
 -- name: accept -- insert Work, its dispatch row and an accepted history row once; the first column proves role and scope.
 WITH guard AS (
@@ -157,7 +157,7 @@ WITH moved AS (
            result = %(result)s::jsonb,
            last_error = %(last_error)s::jsonb,
            suspension_reason = %(suspension_reason)s,
-           -- First-write closure facts (spec 001): an earlier cause is never overwritten.
+           -- First-write closure facts (docs/protocol/work.md): an earlier cause is never overwritten.
            execution_admission_closed_reason = CASE
                WHEN w.execution_admission_closed_at IS NULL THEN %(closed_reason)s
                ELSE w.execution_admission_closed_reason END,
@@ -384,7 +384,7 @@ SELECT w.*, p.open_no, p.open_attempt, p.open_count, p.last_no, NULL::bigint, NU
 
 -- name: complete_many -- group commit of successful attempts (pgqueuer's UNNEST completion shape): one statement for many locked rows, each guarded by its own lease (state, owner, lease generation); resolves each permit, drops each dispatch row, writes each history row.
 -- The caller locked the rows (lock_leased_many) in this transaction and sends only successes
--- before the deadline; the guard is re-checked anyway and the counts are compared (STYLE 5).
+-- before the deadline; the guard is re-checked anyway and the counts are compared (docs/protocol/conventions.md rule C5).
 WITH input AS (
     SELECT * FROM unnest(%(ids)s::bigint[], %(generations)s::bigint[], %(permits)s::integer[],
                          %(results)s::text[], %(nows)s::timestamptz[], %(details)s::text[])
@@ -420,7 +420,7 @@ SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM permit_resolved)
 
 -- name: admit_many -- batch admission (the set form of transition's pending -> running): for many locked rows, each guarded by its expected state, owner and lease generation, write the running state and new lease, insert each permit, move each dispatch row to the lease end and write each history row.
 -- The caller decided every row with decisions.admit_pending under the lock in this transaction
--- and compares the counts (STYLE 5); a mismatch rolls the batch back.
+-- and compares the counts (docs/protocol/conventions.md rule C5); a mismatch rolls the batch back.
 WITH input AS (
     SELECT * FROM unnest(%(ids)s::bigint[], %(expect_states)s::text[],
                          %(expect_owners)s::text[], %(expect_generations)s::bigint[],
