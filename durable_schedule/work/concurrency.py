@@ -159,48 +159,69 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
     # once the queue has run down to the slots (bigger batches, fewer transactions per item).
     capacity = concurrency + batch
     failure: BaseException | None = None
-    while True:
-        room = capacity - in_flight
-        if (failure is None and in_flight <= concurrency and not drained
-                and processed < max_items and not stopping(stop)):
-            n = min(batch, room, max_items - processed)
-            admission = admit_batch(opts, seconds, n)
-            if admission.tally.pop("batch_conflicts", 0):
-                processed += per_item_round(opts, seconds, n, stop, tally)
-                continue
-            tally.update(admission.tally)
-            tally["claimed"] += len(admission.claims)
-            processed += len(admission.claims)
-            drained = not admission.claims
-            for action, origin in admission.admitted:
-                in_flight += 1
-                if is_async(action):
-                    run_async(action, origin)
-                else:
-                    pool.submit(lambda a=action, o=origin: run_sync(a, o))
-            for claim in admission.deferred:
-                in_flight += 1
-                pool.submit(lambda c=claim: run_item(c))
-            if admission.claims and in_flight <= concurrency:
-                continue  # fill the slots and the queue before waiting
-        if in_flight == 0:
-            break
-        arrived = [done.get()]
+    pending: list = []  # outcomes that arrived but are not committed yet
+    try:
         while True:
-            try:
-                arrived.append(done.get_nowait())
-            except queue.Empty:
+            room = capacity - in_flight
+            if (failure is None and in_flight <= concurrency and not drained
+                    and processed < max_items and not stopping(stop)):
+                n = min(batch, room, max_items - processed)
+                admission = admit_batch(opts, seconds, n)
+                if admission.tally.pop("batch_conflicts", 0):
+                    processed += per_item_round(opts, seconds, n, stop, tally)
+                    continue
+                tally.update(admission.tally)
+                tally["claimed"] += len(admission.claims)
+                processed += len(admission.claims)
+                drained = not admission.claims
+                for action, origin in admission.admitted:
+                    in_flight += 1
+                    if is_async(action):
+                        run_async(action, origin)
+                    else:
+                        pool.submit(lambda a=action, o=origin: run_sync(a, o))
+                for claim in admission.deferred:
+                    in_flight += 1
+                    pool.submit(lambda c=claim: run_item(c))
+                if admission.claims and in_flight <= concurrency:
+                    continue  # fill the slots and the queue before waiting
+            if in_flight == 0:
                 break
-        in_flight -= len(arrived)
-        drained = False  # a completion may have made a retry due: look again
-        results = []
-        for kind, action, value in arrived:
-            if kind == "outcome":
-                results.append((action, value))
-            elif kind == "item":
-                tally.update(value)
-            elif failure is None:
-                failure = value
-        commit_outcomes(results, opts, tally)
+            box = [failure]
+            in_flight -= _collect(done, pending, tally, box)
+            failure = box[0]
+            drained = False  # a completion may have made a retry due: look again
+            results, pending[:] = list(pending), []
+            commit_outcomes(results, opts, tally)
+    except BaseException:
+        # The pipeline failed (a database error the pass retry will handle, an interrupt):
+        # wait for what is running, so no executor outlives its pass unattended, then try once
+        # to commit what they reported; whatever cannot be committed is recovered after its
+        # lease like any lost attempt.
+        while in_flight > 0:
+            in_flight -= _collect(done, pending, tally, [None])
+        try:
+            commit_outcomes(pending, opts, tally)
+        except Exception:  # noqa: BLE001 -- the original error is the one to report
+            pass
+        raise
     if failure is not None:
         raise failure
+
+
+def _collect(done: queue.SimpleQueue, pending: list, tally: Counter, failure_box: list) -> int:
+    """Wait for one completion, take every other one that arrived; returns how many."""
+    arrived = [done.get()]
+    while True:
+        try:
+            arrived.append(done.get_nowait())
+        except queue.Empty:
+            break
+    for kind, action, value in arrived:
+        if kind == "outcome":
+            pending.append((action, value))
+        elif kind == "item":
+            tally.update(value)
+        elif failure_box[0] is None:
+            failure_box[0] = value
+    return len(arrived)
