@@ -69,3 +69,15 @@ async def sleep_async(ctx: work.WorkContext, payload: dict) -> dict:
     started = time.monotonic()
     await asyncio.sleep(float(payload.get("seconds", 0.05)))
     return {"slept": round(time.monotonic() - started, 3)}
+
+
+marked_slow = work.define("demo.marked_slow", "v1", safety=work.ProviderSafety.IDEMPOTENT)
+
+
+@marked_slow.executor
+def run_marked(ctx: work.WorkContext, payload: dict) -> dict:
+    """Records that it started (a ``started`` effect row), then works ``seconds`` of real time
+    (bounded, cut short by ``ctx.cancelled``): the drain tests stop a worker mid-item."""
+    Effect.objects.create(work_id=ctx.work_id, attempt=ctx.attempt, key="started")
+    ctx.cancelled.wait(min(float(payload.get("seconds", 1.0)), 10.0))
+    return {"attempt": ctx.attempt}

@@ -4,7 +4,7 @@ pass lets the current item finish and exits 0 with no lease left behind."""
 from __future__ import annotations
 
 import pytest
-from demo import runner_targets
+from demo import pipeline_targets, runner_targets
 from demo.work import touch  # noqa: F401  (registers the definitions in this process)
 
 from tests.runner.loophelpers import listening, sql, start_loop, stop, wait_until
@@ -47,20 +47,23 @@ def test_work_loop__sigterm_mid_pass_finishes_the_item_and_exits_zero():
 
 def test_work_loop__sigterm_drains_every_in_flight_item_at_concurrency_4():
     """Issue 16 item 3: SIGTERM stops claiming; the four running attempts finish within their
-    leases and are committed; nothing else was admitted, and no lease is left behind."""
+    leases and are committed; the two admitted ahead but not started are handed back (due
+    again at once, no slot used), and no lease is left behind."""
     for n in range(6):
-        runner_targets.slow.enqueue(scope="tenant-a", command=f"c-{n}",
-                                    idempotency_key=f"k-{n}", payload={"seconds": 1.5})
+        pipeline_targets.marked_slow.enqueue(scope="tenant-a", command=f"c-{n}",
+                                             idempotency_key=f"k-{n}", payload={"seconds": 1.5})
     proc = start_loop("process_work", "--concurrency", "4", "--batch", "10")
     try:
-        wait_until(lambda: sql("select count(*) from durable_work where state = 'running'"
+        wait_until(lambda: sql("select count(*) from demo_effect where key = 'started'"
                                )[0][0] == 4, what="four executors to start")
     finally:
         code, out = stop(proc)
     assert code == 0, out
     assert sql("select state, count(*) from durable_work group by state order by state") == [
         ("pending", 2), ("succeeded", 4)]
-    assert sql("select count(*) from demo_effect") == [(4,)]
+    assert sql("select count(*) from demo_effect") == [(4,)]  # nothing else started
+    assert sql("select count(*) from durable_work_permit where outcome = 'proven_no_effect'"
+               ) == [(2,)]
     # The two that never started hold no lease: nothing waits for this dead process.
     assert sql("select count(*) from durable_work_dispatch where lease_owner is not null"
                " and lease_expires_at > now()") == [(0,)]
