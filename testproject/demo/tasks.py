@@ -5,6 +5,7 @@ effect writes one ``demo_effect`` row per call, so a test can count how often a 
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 from demo.models import Effect
 from durable_schedule import tasks, work
@@ -50,6 +51,14 @@ async def async_add(a, b):
 
 @task
 async def async_sleep(seconds):
+    await asyncio.sleep(seconds)
+    return "woke up"
+
+
+@tasks.options(deadline_after=timedelta(seconds=1))
+@task
+async def async_sleep_bounded(seconds):
+    """Cancelled by the worker at its absolute deadline, one second after acceptance."""
     await asyncio.sleep(seconds)
     return "woke up"
 

@@ -193,3 +193,17 @@ def test_periodic_task__a_task_is_the_target_of_a_schedule(committed_clock):
 
     work_id = Work.objects.get(work_name="demo.tasks.add").work_id
     assert demo.add.get_result(str(work_id)).return_value == 42
+
+
+def test_async_task__is_cancelled_at_its_deadline(committed_clock):
+    # The deadline is one second after acceptance (database clock, held at T0); the worker
+    # cancels the coroutine at its local cancel point instead of letting it sleep 10 minutes.
+    result = demo.async_sleep_bounded.enqueue(600)
+    run_pass()
+    after = demo.async_sleep_bounded.get_result(result.id)
+    assert after.errors and after.errors[0].exception_class_path == "builtins.TimeoutError"
+    committed_clock.advance(timedelta(seconds=2))  # past the deadline: admission is closed
+    run_pass()
+    final = demo.async_sleep_bounded.get_result(result.id)
+    assert final.status == TaskResultStatus.FAILED and final.is_finished
+    assert work_row(result.id, "state") == ("expired",)
