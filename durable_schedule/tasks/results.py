@@ -124,7 +124,7 @@ def _task_error(error: Any) -> TaskError | None:
     """A stored error (the runtime's ``last_error`` shape) as Django's TaskError."""
     if not isinstance(error, dict):
         return None
-    path = error.get("class")  # module.QualName, stored by work/failures.py
+    path = error.get("class")  # module.QualName, as the Work runtime stores a failure
     if not path:
         kind = error.get("type")
         path = kind if kind and "." in kind else f"builtins.{kind}" if kind else (

@@ -1,5 +1,5 @@
 """Fixtures of the tasks-backend tests: the demo app's tasks (testproject/demo/tasks.py) on the
-durable backend configured in testproject/settings.py (scope "demo"), a worker pass, and
+durable backend configured in testproject/testproject/settings.py (scope "demo"), a worker pass, and
 recorders for Django's task signals."""
 
 from __future__ import annotations
