@@ -56,3 +56,24 @@ select runtime_epoch from durable_schedule_store
 
 -- name: seconds_until_due -- for the idle sleep of a --loop runner.
 select durable_schedule_seconds_until_due(%s)
+
+-- name: runners -- runner heartbeats (owner-only table, no RLS): running ones, and those that
+-- stopped within the last hour; silent_seconds is the time since the last beat.
+select runner_id, kind, lease_owner, host, pid, version, started_at, beat_at, last_pass_at,
+       passes, last_counts, stopped_at,
+       extract(epoch from durable_schedule_clock('clock') - beat_at)
+  from durable_runner_heartbeat
+ where stopped_at is null or stopped_at > durable_schedule_clock('clock') - interval '1 hour'
+ order by kind, started_at, runner_id
+
+-- name: work_finished_last_hour -- Work of the current scope that finished in the last hour, by state (RLS scoped).
+select state, count(*) from durable_work
+ where finished_at >= durable_schedule_clock('clock') - interval '1 hour'
+ group by state
+
+-- name: work_backlog_by_name -- due pending Work of the current scope per Work name, with its oldest lateness (RLS scoped).
+select work_name, count(*),
+       extract(epoch from durable_schedule_clock('clock') - min(due_at))
+  from durable_work
+ where state = 'pending' and due_at <= durable_schedule_clock('clock')
+ group by work_name
