@@ -9,3 +9,4 @@ class DurableScheduleConfig(AppConfig):
     def ready(self) -> None:
         # Registers the system checks (DESIGN §3: "a Django system check reports the same").
         from durable_schedule import checks  # noqa: F401
+        from durable_schedule.operations import deploy_checks  # noqa: F401  (check --deploy)

@@ -40,6 +40,8 @@ DEFAULTS: dict[str, Any] = {
     # A --loop runner serves its process metrics (counters, histograms) on this TCP port when
     # set (prometheus-client's exposition server; docs/operations.md "Metrics").
     "METRICS_PORT": None,
+    # Bearer token the metrics view accepts (besides a staff login); None: staff only.
+    "METRICS_TOKEN": None,
 }
 
 
@@ -86,6 +88,11 @@ def backlog_alert() -> int:
 def metrics_port() -> int | None:
     value = _get("METRICS_PORT")
     return None if value is None else int(value)
+
+
+def metrics_token() -> str | None:
+    value = _get("METRICS_TOKEN")
+    return None if value is None else str(value)
 
 
 def admin_scopes():
@@ -137,6 +144,10 @@ def _validate_health() -> None:
     if runner_dead_seconds() <= heartbeat_seconds():
         raise ValueError("DURABLE_SCHEDULE['RUNNER_DEAD_SECONDS'] must exceed HEARTBEAT_SECONDS "
                          "(a live runner would look dead between two beats)")
+    token = _get("METRICS_TOKEN")
+    if token is not None and (not isinstance(token, str) or len(token) < 16):
+        raise ValueError("DURABLE_SCHEDULE['METRICS_TOKEN'] must be None or a string of at "
+                         "least 16 characters")
     port = _get("METRICS_PORT")
     if port is not None and (isinstance(port, bool) or not isinstance(port, int)
                              or not 0 < port < 65536):

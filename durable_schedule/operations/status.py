@@ -42,6 +42,8 @@ class SuspendedSchedule:
     reason: str
     suspended_at: datetime | None
     revision: int
+    #: The definition row's primary key (admin links); not part of the schedule's identity.
+    definition_pk: int | None = None
 
 
 @dataclass

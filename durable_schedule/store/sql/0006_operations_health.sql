@@ -98,10 +98,31 @@ BEGIN
 END
 $pin$;
 
--- name: finished index -- retention (durable_prune) and the admin's last-hour throughput read
--- terminal Work by finish time within one scope, without scanning the scope's whole history.
-CREATE INDEX durable_work_finished ON durable_work (scope_id, finished_at)
+-- name: retention indexes -- durable_prune and the admin's last-hour throughput read terminal
+-- Work by finish time within one scope, and prunable occurrences by age, without scanning a
+-- scope's whole history.
+CREATE INDEX durable_work_finished ON durable_work (scope_id, finished_at, id)
     WHERE finished_at IS NOT NULL;
+CREATE INDEX durable_schedule_occurrence_prunable
+    ON durable_schedule_occurrence (scope_id, updated_at)
+    WHERE state IN ('skipped', 'superseded', 'canceled');
+
+-- name: retention mark -- per scope, the last terminal Work (finish time, row id) whose
+-- permits, quarantine rows and history durable_prune removed: the next run starts after it
+-- instead of walking every Work row ever finished. Keyed by scope, so it gets the scope
+-- isolation policy like every scoped table; only the owner (durable_prune) touches it.
+CREATE TABLE durable_work_retention_mark (
+    scope_id text PRIMARY KEY REFERENCES durable_schedule_scope (scope_id),
+    finished_at timestamptz NOT NULL,
+    work_ref bigint NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+REVOKE ALL ON durable_work_retention_mark FROM PUBLIC;
+ALTER TABLE durable_work_retention_mark ENABLE ROW LEVEL SECURITY;
+ALTER TABLE durable_work_retention_mark FORCE ROW LEVEL SECURITY;
+CREATE POLICY durable_scope_isolation ON durable_work_retention_mark
+    USING (scope_id = NULLIF(pg_catalog.current_setting('durable_schedule.scope_id', true), ''))
+    WITH CHECK (scope_id = NULLIF(pg_catalog.current_setting('durable_schedule.scope_id', true), ''));
 
 -- name: version -- schema 5. The floor stays 4: code of schema 4 never reads the new table and
 -- may keep running against this store during a rolling upgrade.

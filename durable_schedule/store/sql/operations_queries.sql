@@ -24,7 +24,7 @@ select count(*) filter (where due_at <= durable_schedule_clock('clock') and leas
   from durable_work_dispatch
 
 -- name: suspended_schedules -- suspended schedules of the current scope (RLS scoped).
-select schedule_id, suspension_reason, suspended_at, revision
+select schedule_id, suspension_reason, suspended_at, revision, id
   from durable_schedule_definition where state = 'suspended' order by schedule_id
 
 -- name: work_states -- Work counts by state in the current scope (RLS scoped).
