@@ -33,6 +33,7 @@ from datetime import timedelta
 from django.db import transaction
 
 from durable_schedule.errors import InvalidRetention
+from durable_schedule.operations.scopes import routing_ids
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import connection, routed
 
@@ -76,12 +77,9 @@ class PruneCounts:
 
 
 def scope_ids(*, using: str | None = None) -> list[str]:
-    """Every scope of the store, by routing id (the runtime's routing lookup, one at a time)."""
-    with connection(using).cursor() as cur:
-        cur.execute(_q("last_routing_id"))
-        last = int(cur.fetchone()[0])
+    """Every scope of the store (:mod:`durable_schedule.operations.scopes`)."""
     out = []
-    for routing_id in range(1, last + 1):
+    for routing_id in routing_ids(using=using):
         with routed(routing_id, using=using) as (_cur, scope_id):
             if scope_id is not None:
                 out.append(scope_id)

@@ -1,11 +1,10 @@
 -- Read-only and maintenance queries of durable_schedule/operations (durable_status,
 -- durable_partitions, durable_recover). Not a migration file.
 
--- name: routing_ids -- every scope that has a dispatch row (read by the owner: payload-free).
-select scope_routing_id from durable_schedule_dispatch
-union
-select scope_routing_id from durable_work_dispatch
-order by 1
+-- name: last_routing_id -- the highest routing id ever issued (operations/scopes.py walks
+-- 1..this through the runtime's routing lookup, which needs no RLS exception).
+select coalesce(pg_sequence_last_value(pg_get_serial_sequence('durable_schedule_scope',
+                                                              'routing_id')), 0)
 
 -- name: schedule_backlog -- due rows, the oldest lateness and expired leases of the schedule queue.
 select count(*) filter (where due_at <= durable_schedule_clock('clock') and lease_owner is null),

@@ -4,11 +4,6 @@
 -- and the owner, who owns the tables, may delete. What is kept and why: docs/operations.md
 -- "Retention".
 
--- name: last_routing_id -- the highest routing id ever issued: scopes are found by walking
--- routing ids through the runtime's routing lookup, which needs no RLS exception.
-select coalesce(pg_sequence_last_value(pg_get_serial_sequence('durable_schedule_scope',
-                                                              'routing_id')), 0)
-
 -- name: enter_scope_as_owner -- transaction-local scope for the owner's own statements.
 select set_config('durable_schedule.scope_id', %s, true)
 
