@@ -49,9 +49,8 @@ class HealthDashboardAdmin(admin.ModelAdmin):
         """Only the dashboard: heartbeat rows have no add, change, delete or history pages."""
         from django.urls import path
 
-        info = self.opts.app_label, self.opts.model_name
-        return [path("", self.admin_site.admin_view(self.changelist_view),
-                     name="%s_%s_changelist" % info)]
+        name = f"{self.opts.app_label}_{self.opts.model_name}_changelist"
+        return [path("", self.admin_site.admin_view(self.changelist_view), name=name)]
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -72,8 +71,16 @@ class HealthDashboardAdmin(admin.ModelAdmin):
         except DatabaseError as exc:
             report = unreachable(exc)
         seen = scoping.visibility(request)
-        suspended = [{"s": s, "fix": _fix(request, s)} for s in report.suspended_schedules
-                     if seen.admits(s.scope_id)]
+        hidden = 0
+        if not seen.everything:
+            # Per-scope facts of other scopes must not leak through the problem list either:
+            # keep the visible scopes' suspensions, drop the cross-scope Work aggregates.
+            visible = [s for s in report.suspended_schedules if seen.admits(s.scope_id)]
+            hidden = len(report.suspended_schedules) - len(visible)
+            report.suspended_schedules = visible
+            report.work_by_state, report.finished_last_hour = {}, {}
+            report.work_backlog_by_name = {}
+        suspended = [{"s": s, "fix": _fix(request, s)} for s in report.suspended_schedules]
         queues = [
             {"queue": "schedules", "kind": "schedule", "health": report.schedules},
             {"queue": "default", "kind": "work", "health": report.work},
@@ -85,7 +92,7 @@ class HealthDashboardAdmin(admin.ModelAdmin):
             "report": report,
             "queues": queues,
             "suspended": suspended,
-            "hidden_suspended": len(report.suspended_schedules) - len(suspended),
+            "hidden_suspended": hidden,
             "by_name": sorted(report.work_backlog_by_name.items()) if seen.everything else [],
             "throughput": sorted(report.finished_last_hour.items()) if seen.everything else [],
             "everything": seen.everything,

@@ -54,7 +54,8 @@ def stop_summary(queue: str, stats: Any) -> str:
     """``work runner stopped after 12 passes (3 busy): claimed=4 succeeded=4`` (zero counts
     left out)."""
     totals = " ".join(f"{k}={v}" for k, v in sorted(stats.totals.items()) if v) or "nothing done"
-    return f"{queue} runner stopped after {stats.passes} passes ({stats.busy_passes} busy): {totals}"
+    return (f"{queue} runner stopped after {stats.passes} passes ({stats.busy_passes} busy): "
+            f"{totals}")
 
 
 def reaches_a_handler(logger: logging.Logger, level: int = logging.INFO) -> bool:

@@ -5,9 +5,9 @@ Cross-scope facts come from payload-free tables the owner may read (the dispatch
 runner heartbeats: :mod:`durable_schedule.operations.gauges`); facts about a scope's schedules
 and Work are read inside that scope's own runtime transaction, one scope at a time, reached
 through every routing id ever issued (:mod:`durable_schedule.operations.scopes`: a scope whose
-Work all finished has no dispatch row, but its suspended Work still counts). So the report needs no privilege that row-level
-security would have to make an exception for, and works the same when the owner is a superuser
-(development) or not (production).
+Work all finished has no dispatch row, but its suspended Work still counts). So the report
+needs no privilege that row-level security would have to make an exception for, and works the
+same when the owner is a superuser (development) or not (production).
 
 Thresholds (settings, docs/operations.md): a queue whose oldest due row is later than
 ``LATENESS_ALERT_SECONDS`` or that has more than ``BACKLOG_ALERT`` rows due is a problem, and so

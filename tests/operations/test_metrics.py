@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from durable_schedule import schedules
 from durable_schedule.observability import metrics
 from tests.conftest import T0
-from tests.schedules.conftest import HOUR, target  # noqa: F401  (fixture)
+from tests.schedules.conftest import HOUR
 from tests.schedules.conftest import run_pass as schedule_pass
 from tests.work.conftest import run_pass as work_pass
 

@@ -17,7 +17,6 @@ from durable_schedule.errors import InvalidRetention
 from durable_schedule.observability.heartbeat import Heartbeat
 from durable_schedule.operations.retention import parse_age, prune
 from tests.conftest import T0
-from tests.schedules.conftest import HOUR, target  # noqa: F401  (fixture)
 from tests.schedules.conftest import run_pass as schedule_pass
 from tests.work.conftest import run_pass as work_pass
 
@@ -115,7 +114,7 @@ def test_prune__each_scope_only_its_own_rows(clock, define):
     assert count("durable_work_retention_mark") == 2
 
 
-def test_prune__skipped_occurrences_go_materialized_ones_stay(clock, target):  # noqa: F811
+def test_prune__skipped_occurrences_go_materialized_ones_stay(clock, target):
     ten = timedelta(minutes=10)
     schedules.create("tenant-a", "s", schedules.Every(ten), target, misfire="skip")
     assert schedule_pass(clock, T0 + 45 * ten / 10).skipped == 1  # 12:10-12:40 missed
@@ -128,7 +127,7 @@ def test_prune__skipped_occurrences_go_materialized_ones_stay(clock, target):  #
     assert rows("select state from durable_schedule_occurrence") == [("materialized",)]
 
 
-def test_prune__a_skipped_range_the_cursor_has_not_passed_is_kept(clock, target):  # noqa: F811
+def test_prune__a_skipped_range_the_cursor_has_not_passed_is_kept(clock, target):
     ten = timedelta(minutes=10)
     schedules.create("tenant-a", "s", schedules.Every(ten), target, misfire="skip")
     assert schedule_pass(clock, T0 + 45 * ten / 10).skipped == 1  # cursor = its last instant
