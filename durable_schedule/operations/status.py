@@ -4,8 +4,8 @@ docs/operations.md "Health").
 Cross-scope facts come from payload-free tables the owner may read (the dispatch queues, the
 runner heartbeats: :mod:`durable_schedule.operations.gauges`); facts about a scope's schedules
 and Work are read inside that scope's own runtime transaction, one scope at a time, reached
-through every routing id ever issued (:mod:`durable_schedule.operations.scopes`: a scope whose
-Work all finished has no dispatch row, but its suspended Work still counts). So the report
+through the routing registry (:mod:`durable_schedule.operations.scopes`: a scope whose Work all
+finished has no dispatch row, but its suspended Work still counts). So the report
 needs no privilege that row-level security would have to make an exception for, and works the
 same when the owner is a superuser (development) or not (production).
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from durable_schedule import conf
 from durable_schedule.operations.gauges import QueueHealth, RunnerInfo, queue_health, runners
-from durable_schedule.operations.scopes import last_routing_id
+from durable_schedule.operations.scopes import routing_ids
 from durable_schedule.store import inspection
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import connection, routed
@@ -189,10 +189,10 @@ def collect(*, using: str | None = None) -> StatusReport:
         cur.execute(_q("expected_partitions"))
         report.missing_partitions = [r[0] for r in cur.fetchall()
                                      if r[0] not in report.partitions]
-        routing_ids = range(1, last_routing_id(cur) + 1)  # operations/scopes.py: why
+        routing = routing_ids(cur)  # every scope, not only queued ones (operations/scopes.py)
     if schema.role_problems or schema.below_floor:
         return report  # scoped reads need the runtime role and this schema to be sound
-    for routing_id in routing_ids:
+    for routing_id in routing:
         with routed(routing_id, using=using) as (cur, scope_id):
             if scope_id is None:
                 continue

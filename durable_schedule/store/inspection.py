@@ -44,8 +44,9 @@ RUNTIME_GRANTS: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = 
     "durable_work_history": (("SELECT", "INSERT"), {}),
     # Runner heartbeats: no table privilege at all, writes go through durable_runner_beat().
     "durable_runner_heartbeat": ((), {}),
-    # The retention mark is durable_prune's (the owner's) alone.
+    # The retention mark and the routing registry are the owner's operations' alone.
     "durable_work_retention_mark": ((), {}),
+    "durable_schedule_routing": ((), {}),
 }
 
 #: Columns of the schedule dispatch table the dispatcher may read; nothing else anywhere.

@@ -232,3 +232,22 @@ def test_settings__health_thresholds_are_validated():
                 {"METRICS_TOKEN": "short"}):
         with override_settings(DURABLE_SCHEDULE=bad), pytest.raises(ValueError):
             conf.validate()
+
+
+def test_routing_registry__lists_every_scope_once_and_only_for_the_owner(clock, define, pg):
+    from durable_schedule.operations.scopes import routing_ids
+
+    ok = define("health.registry")
+    ok.executor(lambda ctx, payload: {})
+    for n in range(3):  # the same scope three times: one registry row
+        ok.enqueue(scope="tenant-r", command=f"c-{n}", idempotency_key="k", payload={})
+    ok.enqueue(scope="tenant-s", command="c", idempotency_key="k", payload={})
+    with connection.cursor() as cur:
+        cur.execute("select routing_id from durable_schedule_scope order by 1")
+        assert routing_ids() == [r[0] for r in cur.fetchall()]
+    assert len(routing_ids()) == 2
+    cur = pg.cursor()
+    cur.execute("select has_table_privilege('durable_runtime', 'durable_schedule_routing',"
+                " 'SELECT,INSERT,UPDATE,DELETE'), has_table_privilege('durable_dispatcher',"
+                " 'durable_schedule_routing', 'SELECT')")
+    assert cur.fetchone() == (False, False)

@@ -124,6 +124,46 @@ CREATE POLICY durable_scope_isolation ON durable_work_retention_mark
     USING (scope_id = NULLIF(pg_catalog.current_setting('durable_schedule.scope_id', true), ''))
     WITH CHECK (scope_id = NULLIF(pg_catalog.current_setting('durable_schedule.scope_id', true), ''));
 
+-- name: routing registry -- every routing id, payload-free, for the owner's operations
+-- (durable_status, durable_prune) to find every scope. The owner may not read the scope table
+-- (forced RLS), and walking the identity sequence would visit every value an
+-- INSERT ... ON CONFLICT DO NOTHING ever burnt. The operations then resolve each id through the
+-- runtime's routing lookup, one scope at a time. No scope id here, so no RLS; owner-only.
+CREATE TABLE durable_schedule_routing (
+    routing_id bigint PRIMARY KEY REFERENCES durable_schedule_scope (routing_id)
+);
+REVOKE ALL ON durable_schedule_routing FROM PUBLIC;
+
+-- A new scope row (inserted by the runtime in durable_schedule_enter_scope) registers its
+-- routing id; SECURITY DEFINER so the runtime role needs no privilege on the registry.
+CREATE FUNCTION durable_schedule_register_routing()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+AS $fn$
+BEGIN
+    INSERT INTO durable_schedule_routing (routing_id) VALUES (NEW.routing_id)
+        ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END
+$fn$;
+REVOKE ALL ON FUNCTION durable_schedule_register_routing() FROM PUBLIC;
+DO $pin$
+BEGIN
+    EXECUTE format('ALTER FUNCTION durable_schedule_register_routing() SET search_path = %I, pg_temp',
+                   current_schema());
+END
+$pin$;
+CREATE TRIGGER durable_schedule_scope_register_routing
+    AFTER INSERT ON durable_schedule_scope FOR EACH ROW
+    EXECUTE FUNCTION durable_schedule_register_routing();
+
+-- Existing scopes: the owner lifts FORCE for this one statement of the migration transaction
+-- (ALTER TABLE holds its lock to commit, so no other session sees the table unforced).
+ALTER TABLE durable_schedule_scope NO FORCE ROW LEVEL SECURITY;
+INSERT INTO durable_schedule_routing (routing_id)
+    SELECT routing_id FROM durable_schedule_scope ON CONFLICT DO NOTHING;
+ALTER TABLE durable_schedule_scope FORCE ROW LEVEL SECURITY;
+
 -- name: version -- schema 5. The floor stays 4: code of schema 4 never reads the new table and
 -- may keep running against this store during a rolling upgrade.
 UPDATE durable_schedule_store SET schema_version = 5, updated_at = now();

@@ -1,10 +1,9 @@
 -- Read-only and maintenance queries of durable_schedule/operations (durable_status,
 -- durable_partitions, durable_recover). Not a migration file.
 
--- name: last_routing_id -- the highest routing id ever issued (operations/scopes.py walks
--- 1..this through the runtime's routing lookup, which needs no RLS exception).
-select coalesce(pg_sequence_last_value(pg_get_serial_sequence('durable_schedule_scope',
-                                                              'routing_id')), 0)
+-- name: routing_ids -- every routing id ever issued to a scope (the payload-free registry the
+-- owner may read; operations/scopes.py resolves each through the runtime's routing lookup).
+select routing_id from durable_schedule_routing order by 1
 
 -- name: schedule_backlog -- due rows, the oldest lateness and expired leases of the schedule queue.
 select count(*) filter (where due_at <= durable_schedule_clock('clock') and lease_owner is null),
