@@ -29,6 +29,7 @@ from typing import Any
 from django.db import DatabaseError, connections
 
 from durable_schedule import __version__, conf
+from durable_schedule.errors import SchemaBelowFloor
 from durable_schedule.store.transactions import runtime_transaction
 
 log = logging.getLogger("durable_schedule.runner")
@@ -75,10 +76,13 @@ class Heartbeat:
         try:
             self.write()
         except DatabaseError as exc:
-            from durable_schedule.runner.retry import is_transient
+            from durable_schedule.runner.retry import is_transient, sqlstate_of
 
+            if sqlstate_of(exc) == "42883":  # undefined_function: a store older than the code
+                raise SchemaBelowFloor("the store has no durable_runner_beat() function "
+                                       "(schema below 5)") from exc
             if not is_transient(exc):
-                raise  # a missing function or grant: the runner must not run unseen
+                raise  # a missing grant: the runner must not run unseen
             self._state_change(True, exc)  # the database is away: the thread keeps trying
         self._thread = threading.Thread(target=self._run, name=f"durable-heartbeat-{self.kind}",
                                         daemon=True)

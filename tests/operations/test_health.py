@@ -251,3 +251,34 @@ def test_routing_registry__lists_every_scope_once_and_only_for_the_owner(clock, 
                 " 'SELECT,INSERT,UPDATE,DELETE'), has_table_privilege('durable_dispatcher',"
                 " 'durable_schedule_routing', 'SELECT')")
     assert cur.fetchone() == (False, False)
+
+
+def test_status__a_grant_on_the_heartbeat_table_is_reported_as_drift(clock):
+    with connection.cursor() as cur:
+        cur.execute("grant select on durable_runner_heartbeat to durable_runtime")
+    code, report = status("--json")
+    assert code == 2
+    assert "durable_runtime has unexpected SELECT on durable_runner_heartbeat" in \
+        report["role_problems"]
+
+
+def test_heartbeat__a_store_without_the_function_is_a_ds401(clock):
+    from durable_schedule.errors import SchemaBelowFloor
+
+    with connection.cursor() as cur:
+        cur.execute("drop function durable_runner_beat(uuid, text, text, text, integer, text,"
+                    " double precision, bigint, jsonb, boolean)")
+    with pytest.raises(SchemaBelowFloor) as err:
+        Heartbeat("work", lease_owner="old-store:1", interval=3600).start()
+    assert err.value.code == "DS401"
+
+
+def test_status_metrics__unreachable_store_exits_two_with_store_up_zero():
+    env = dict(os.environ, DATABASE_URL="postgresql://postgres@127.0.0.1:9/none",
+               PGCONNECT_TIMEOUT="3")
+    proc = subprocess.run([sys.executable, "testproject/manage.py", "durable_status",
+                           "--metrics"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "durable_schedule_store_up 0.0" in proc.stdout
+    assert "Traceback" not in proc.stderr
