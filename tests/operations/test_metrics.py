@@ -171,3 +171,32 @@ def test_tracing__a_failed_attempt_span_has_error_status(clock, define, spans):
                  if s.name == "durable_schedule.work.attempt"]
     assert attempt.status.status_code == trace.StatusCode.ERROR
     assert attempt.attributes["durable.outcome"] == "failed"
+
+
+def test_without_prometheus_client__view_is_501_and_exposition_is_ds429(client, clock,
+                                                                         monkeypatch):
+    from durable_schedule.errors import MetricsUnavailable
+
+    monkeypatch.setattr(metrics, "_prom", None)
+    with pytest.raises(MetricsUnavailable) as err:
+        metrics.exposition()
+    assert err.value.code == "DS429"
+    # Recording still works (a no-op): a pass never fails for want of the extra.
+    assert metrics.observe_pass("work", {"claimed": 1}, 0.1) == {"claimed": 1}
+    client.force_login(User.objects.create_user("ops2", is_staff=True))
+    page = client.get("/durable/metrics")
+    assert page.status_code == 501 and b"DS429" in page.content
+
+
+def test_runner_metrics_port__serves_the_process_metrics():
+    import socket
+    import urllib.request
+
+    with socket.socket() as probe:  # a free port on loopback
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    metrics.serve_process_metrics(port)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    assert "durable_schedule_pass_duration_seconds" in text
+    assert "durable_schedule_store_up" not in text  # store gauges are the view's
