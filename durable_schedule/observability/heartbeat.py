@@ -113,7 +113,7 @@ class Heartbeat:
             while not self._stopped.wait(self.interval):
                 try:
                     self.write()
-                except DatabaseError as exc:
+                except Exception as exc:  # never let the beating thread die: keep trying
                     self._state_change(True, exc)
                     connections[self.using].close()  # reconnect on the next beat
                 else:

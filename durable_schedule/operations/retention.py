@@ -111,13 +111,14 @@ def prune(older_than: timedelta, *, dry_run: bool, batch: int = 500,
     return counts
 
 
-def _in_scope(conn, cur, scope_id: str) -> None:
+def _in_scope(cur, scope_id: str) -> None:
+    """The owner's statements in this transaction see (and may delete) this scope only."""
     cur.execute(_q("enter_scope_as_owner"), [scope_id])
 
 
 def _preview_scope(conn, scope_id: str, cutoff, counts: PruneCounts) -> None:
     with transaction.atomic(using=conn.alias), conn.cursor() as cur:
-        _in_scope(conn, cur, scope_id)
+        _in_scope(cur, scope_id)
         args = {"scope_id": scope_id, "cutoff": cutoff}
         cur.execute(_q("preview_work"), args)
         work, permits, quarantine, history = cur.fetchone()
@@ -133,7 +134,7 @@ def _prune_scope(conn, scope_id: str, cutoff, batch: int, counts: PruneCounts) -
     args = {"scope_id": scope_id, "cutoff": cutoff, "batch": batch}
     while True:  # each batch commits on its own: locks stay short, progress is kept
         with transaction.atomic(using=conn.alias), conn.cursor() as cur:
-            _in_scope(conn, cur, scope_id)
+            _in_scope(cur, scope_id)
             cur.execute(_q("ignore_work_history_protection"))
             cur.execute(_q("prune_work_batch"), args)
             work, permits, quarantine, history, _moved = cur.fetchone()
@@ -146,7 +147,7 @@ def _prune_scope(conn, scope_id: str, cutoff, batch: int, counts: PruneCounts) -
             break
     while True:
         with transaction.atomic(using=conn.alias), conn.cursor() as cur:
-            _in_scope(conn, cur, scope_id)
+            _in_scope(cur, scope_id)
             cur.execute(_q("prune_occurrences_batch"), args)
             deleted = cur.rowcount
         counts.batches += 1
