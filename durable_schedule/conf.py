@@ -1,4 +1,5 @@
-"""Settings of durable_schedule: one function per setting, one documented default each (STYLE 8).
+"""Settings of durable_schedule: one function per setting, one documented default each
+(docs/protocol/conventions.md rule C8).
 
 All live under ``settings.DURABLE_SCHEDULE`` (a dict). ``validate()`` runs as a system check.
 """
@@ -13,9 +14,11 @@ from django.conf import settings
 DEFAULTS: dict[str, Any] = {
     # The Django database alias whose connection holds the store.
     "DATABASE": "default",
-    # Lease a schedule dispatcher or Work worker takes per claim (<= 10 minutes, DESIGN §3).
+    # Lease a schedule dispatcher or Work worker takes per claim (<= 10 minutes,
+    # docs/protocol/storage.md).
     "LEASE_SECONDS": 30,
-    # How late the earliest missed instant may be before a schedule is suspended (DESIGN §4.3).
+    # How late the earliest missed instant may be before a schedule is suspended
+    # (docs/protocol/schedules.md rule S3).
     "SAFETY_WINDOW": timedelta(hours=1),
     # Longest sleep of an idle --loop runner between database polls (NOTIFY wakes it sooner).
     "MAX_IDLE_SECONDS": 5.0,
@@ -42,6 +45,10 @@ DEFAULTS: dict[str, Any] = {
     "METRICS_PORT": None,
     # Bearer token the metrics view accepts (besides a staff login); None: staff only.
     "METRICS_TOKEN": None,
+    # The scope every public call uses when it is given none (docs/getting-started.md "One scope
+    # for a single-tenant project"). None (the default) makes the scope a required argument, as
+    # a multi-tenant project wants: a forgotten scope is an error (DS410), never a guess.
+    "DEFAULT_SCOPE": None,
 }
 
 
@@ -95,6 +102,10 @@ def metrics_token() -> str | None:
     return None if value is None else str(value)
 
 
+def default_scope() -> str | None:
+    return _get("DEFAULT_SCOPE")
+
+
 def admin_scopes():
     """The ADMIN_SCOPES callable, imported when given as a dotted path."""
     value = _get("ADMIN_SCOPES")
@@ -119,6 +130,7 @@ def validate() -> None:
         raise ValueError("DURABLE_SCHEDULE['SAFETY_WINDOW'] must be a positive timedelta")
     if not isinstance(_get("PREPARE_STATEMENTS"), bool):
         raise ValueError("DURABLE_SCHEDULE['PREPARE_STATEMENTS'] must be True or False")
+    _validate_default_scope(default_scope())
     if max_idle_seconds() <= 0:
         raise ValueError("DURABLE_SCHEDULE['MAX_IDLE_SECONDS'] must be positive")
     _validate_health()
@@ -152,3 +164,16 @@ def _validate_health() -> None:
     if port is not None and (isinstance(port, bool) or not isinstance(port, int)
                              or not 0 < port < 65536):
         raise ValueError("DURABLE_SCHEDULE['METRICS_PORT'] must be None or a TCP port 1-65535")
+
+
+def _validate_default_scope(value: object) -> None:
+    if value is None:
+        return
+    from durable_schedule.errors import InvalidDefaultScope, InvalidScope
+    from durable_schedule.store.transactions import validate_scope_id
+
+    try:
+        validate_scope_id(value)
+    except InvalidScope as exc:
+        raise InvalidDefaultScope(f"DURABLE_SCHEDULE['DEFAULT_SCOPE']={value!r} is not a valid "
+                                  f"scope id: {exc.message}") from None

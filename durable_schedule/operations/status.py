@@ -1,5 +1,5 @@
-"""The health report behind ``manage.py durable_status`` (issue 5, DESIGN §1;
-docs/operations.md "Health").
+"""The health report behind ``manage.py durable_status`` (issue 5, docs/operations.md
+"Health").
 
 Cross-scope facts come from payload-free tables the owner may read (the dispatch queues, the
 runner heartbeats: :mod:`durable_schedule.operations.gauges`); facts about a scope's schedules

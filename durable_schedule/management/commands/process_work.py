@@ -1,4 +1,5 @@
-"""``manage.py process_work``: one bounded pass of the Work runtime (DESIGN §1, issue 3 item 7).
+"""``manage.py process_work``: one bounded pass of the Work runtime (docs/getting-started.md, issue
+3 item 7).
 
 Claims at most ``--max-items`` due Work dispatch rows, ``--batch`` per claim statement, under a
 claim lease of ``--lease-seconds``; runs executors with the deadline-bounded cancellation signal
@@ -55,7 +56,7 @@ class Command(BaseCommand):
                               lease_owner=options["lease_owner"])
                 print_stop_summary(self.stdout, "work", stats, options["verbosity"])
                 return
-            # The same bounded transient retry as process_schedules (spec 002): a cut
+            # The same bounded transient retry as process_schedules (docs/protocol/runner.md): a cut
             # connection or a serialization failure rolls the phase back and tries again.
             counts = run_with_retry("work.pass", one_pass)
         except DurableError as exc:
