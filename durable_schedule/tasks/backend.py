@@ -58,7 +58,8 @@ class DurableBackend(BaseTaskBackend):
                                      backend=alias, unknown=sorted(unknown),
                                      known=sorted(OPTION_KEYS))
         self.database: str = self.options.get("DATABASE") or conf.database_alias()
-        self.default_scope = validate_scope_id(self.options.get("SCOPE", DEFAULT_SCOPE))
+        self.default_scope = validate_scope_id(
+            self.options.get("SCOPE") or conf.default_scope() or DEFAULT_SCOPE)
         per_task = self.options.get("TASK_OPTIONS", {})
         if not isinstance(per_task, dict):
             raise InvalidTaskOptions("OPTIONS['TASK_OPTIONS'] must map module paths to dicts",
