@@ -32,6 +32,7 @@ from durable_schedule.barriers import (
     barrier,
 )
 from durable_schedule.errors import InvalidConcurrency
+from durable_schedule.observability.metrics import instrumented_pass
 from durable_schedule.work.outcome import AttemptOutcome, record_attempt_outcome
 from durable_schedule.work.pipeline import admit_batch, record_outcomes
 from durable_schedule.work.rows import LeaseConflict
@@ -58,6 +59,7 @@ def validate_concurrency(concurrency: object) -> int:
     return concurrency
 
 
+@instrumented_pass("work")  # metrics + span (docs/operations.md "Metrics")
 def process_work_pass(*, max_items: int = 100, lease_owner: str | None = None,
                       lease_seconds: float | None = None, batch: int = 10,
                       heartbeat: bool = True, stop=None, using: str | None = None,

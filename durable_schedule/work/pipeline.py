@@ -34,6 +34,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from durable_schedule.observability.metrics import observe_claim
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import routed_batch
 from durable_schedule.work.decisions import RECONCILE, Invoke, decide
@@ -76,9 +77,12 @@ def admit_batch(opts: Options, lease_seconds: float, n: int) -> Admission:
     origin = time.monotonic()  # before the first admission statement (docs/work.md)
     try:
         with routed_batch(using=opts.using) as (cur, enter):
+            started = time.perf_counter()
             cur.execute(query(_QUERIES, "floor_and_claim"),
                         {"owner": opts.owner, "lease_seconds": lease_seconds, "max_rows": n})
             found = cur.fetchall()
+            observe_claim("work", time.perf_counter() - started,
+                          sum(1 for row in found if row[2] is not None))
             refuse_below_floor(*found[0][:2])  # raising rolls the claim back
             out.claims = [Claim(*row[2:]) for row in found if row[2] is not None]
             for routing_id, claims in _by_scope(out.claims, lambda c: c.routing_id):

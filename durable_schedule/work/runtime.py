@@ -39,6 +39,8 @@ from durable_schedule.barriers import (
 )
 from durable_schedule.errors import InvalidArgument, InvalidLease, LeaseLost, SchemaBelowFloor
 from durable_schedule.evaluation.policy import MAX_INSTANT, bounded_add, lease_expiry
+from durable_schedule.observability.metrics import timed_claim
+from durable_schedule.observability.tracing import traced_attempt
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 from durable_schedule.work import aio, codec
@@ -141,6 +143,7 @@ def refuse_below_floor(version: int, floor: int) -> None:
             f"(requires {REQUIRED_SCHEMA}, writes {SCHEMA_VERSION})")
 
 
+@timed_claim("work")  # claim latency metric
 def _claim(opts: Options, lease_seconds: float, n: int) -> list[Claim]:
     with _runtime_block(opts.using) as cur:
         check_floor(cur)
@@ -248,6 +251,7 @@ def _renew(routing_id: int, work_ref: int, reconciling: bool, using: str,
         return row.now, expires
 
 
+@traced_attempt  # one span per attempt (docs/operations.md "Tracing")
 def invoke(action: Invoke, opts: Options, origin: float) -> AttemptOutcome:
     """Invoke the executor of an admitted attempt in this thread (an ``async def`` one on the
     event loop, waited for); the outcome, never an exception."""

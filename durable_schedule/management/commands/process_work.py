@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from durable_schedule import work
 from durable_schedule.errors import DurableError
+from durable_schedule.observability.logs import print_stop_summary
 from durable_schedule.runner.cli import add_runner_arguments, positive_int
 from durable_schedule.runner.retry import run_with_retry
 from durable_schedule.work.passes import validate_concurrency
@@ -33,7 +34,8 @@ class Command(BaseCommand):
         parser.add_argument("--max-items", type=positive_int, default=100,
                             help="claimed Work rows per pass at most (default 100)")
         parser.add_argument("--batch", type=positive_int, default=10,
-                            help="rows claimed per claim statement (default 10)")
+                            help="rows claimed and admitted per transaction; their outcomes are "
+                                 "group-committed (default 10)")
         parser.add_argument("--no-heartbeat", action="store_true",
                             help="do not renew leases in a background thread while executors run")
         parser.add_argument("--concurrency", type=int, default=1,
@@ -63,9 +65,9 @@ class Command(BaseCommand):
             if options["loop"]:
                 from durable_schedule.runner.service import serve
 
-                stats = serve("work", lambda stop: one_pass(stop).as_dict())
-                if options["verbosity"] >= 1:
-                    self.stdout.write(f"stopped after {stats.passes} passes: {stats.totals}")
+                stats = serve("work", lambda stop: one_pass(stop).as_dict(),
+                              lease_owner=options["lease_owner"])
+                print_stop_summary(self.stdout, "work", stats, options["verbosity"])
                 return
             # The same bounded transient retry as process_schedules (docs/protocol/runner.md): a cut
             # connection or a serialization failure rolls the phase back and tries again.
