@@ -55,6 +55,10 @@ class StatusReport:
     work_by_state: dict[str, int] = field(default_factory=dict)
     partitions: list[str] = field(default_factory=list)
     missing_partitions: list[str] = field(default_factory=list)
+    # Cron: the tz rules in use (zone, current fingerprint, schedules, mismatched) and the
+    # schedules whose persisted rules differ (operations/tz_rules.py).
+    tz_rules: list[dict[str, Any]] = field(default_factory=list)
+    tz_rules_mismatches: list[str] = field(default_factory=list)
 
     @property
     def problems(self) -> list[str]:
@@ -72,6 +76,8 @@ class StatusReport:
                    for p in self.missing_partitions)
         for s in self.suspended_schedules:
             out.append(f"schedule {s.scope_id}/{s.schedule_id} suspended: {s.reason}")
+        out.extend(f"cron schedule {m} has changed tz rules (manage.py durable_tz_rules)"
+                   for m in self.tz_rules_mismatches)
         if self.work_by_state.get("suspended"):
             out.append(f"{self.work_by_state['suspended']} Work suspended (needs proof)")
         for name, queue in (("schedule", self.schedules), ("work", self.work)):
@@ -132,7 +138,16 @@ def collect(*, using: str | None = None) -> StatusReport:
             cur.execute(_q("work_states"))
             for state, count in cur.fetchall():
                 report.work_by_state[state] = report.work_by_state.get(state, 0) + count
+    _tz_rules(report, using)
     return report
+
+
+def _tz_rules(report: StatusReport, using: str | None) -> None:
+    from durable_schedule.operations import tz_rules
+
+    inventory = tz_rules.collect(using=using)
+    report.tz_rules = inventory.rules_in_use()
+    report.tz_rules_mismatches = [f"{s.scope_id}/{s.schedule_id}" for s in inventory.affected]
 
 
 def _backlog(row) -> tuple[int, float | None, int]:

@@ -46,6 +46,7 @@ from durable_schedule.errors import (
     UnevaluableGeneration,
 )
 from durable_schedule.evaluation.decision import Decision, SlotState, decide
+from durable_schedule.evaluation.cron import fence as tz_rules
 from durable_schedule.processor.bridge import OccurrenceIdentity, bridge, link_conflict
 from durable_schedule.processor.dispatcher import Claim
 from durable_schedule.schedules import records
@@ -198,6 +199,12 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
 
     where["phase"] = "evaluate"
     spec = d.spec()
+    changed = tz_rules.check(spec, d.cursor_utc)  # cron only: docs/schedules.md "fingerprint"
+    if changed is not None:
+        reason, evidence = changed
+        evidence["checked_at"] = iso(ctx.now())
+        ctx.suspend(reason, evidence)
+        return ScheduleOutcome(**base, action="suspend", reason=reason, detail=evidence), False
     cutoff = ctx.now()
     occupant = _lock_slot(cur, scope_id, schedule_id)
     pending = _lock_pending(cur, scope_id, schedule_id, d.generation)
@@ -424,6 +431,8 @@ def _detail(decision: Decision, bridged, to_bridge, pending, occupant, completed
         "next_due": iso(due), "completed": completed,
         "slot_work_id": None if occupant is None else str(occupant),
     }
+    if decision.evidence and "local" in decision.evidence:
+        detail["local"] = decision.evidence["local"]  # cron: wall time and fold of first/last
     if to_bridge is not None:
         detail["occurrence"] = {"kind": to_bridge.kind, "first": to_bridge.first_iso}
     if bridged is not None:

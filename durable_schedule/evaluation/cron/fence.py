@@ -61,6 +61,15 @@ def first_moved(spec: Cron, old: TzRules, new: TzRules, cursor: int) -> dict[str
     return None
 
 
+def check(spec: Any, cursor: datetime) -> tuple[str, dict[str, Any]] | None:
+    """The processor's hook: ``(REASON, evidence)`` when a cron generation's tz rules changed,
+    None otherwise (and always None for the other spec kinds)."""
+    if not isinstance(spec, Cron):
+        return None
+    evidence = drift(spec, cursor)
+    return None if evidence is None else (REASON, evidence)
+
+
 def drift(spec: Cron, cursor: datetime) -> dict[str, Any] | None:
     """None when the persisted rules still hold; else the suspension evidence."""
     old = spec.tz_rules

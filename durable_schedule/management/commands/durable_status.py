@@ -54,6 +54,9 @@ class Command(BaseCommand):
         w("work states  " + (", ".join(f"{k} {v}" for k, v in sorted(r.work_by_state.items()))
                              or "-"))
         w(f"partitions   {', '.join(r.partitions) or '-'}")
+        for row in r.tz_rules:
+            w(f"tz rules     {row['tz']} {row['fingerprint'][:16]}: {row['schedules']} cron "
+              f"schedules, {row['mismatched']} mismatched")
         for s in r.suspended_schedules:
             w(f"suspended    {s.scope_id}/{s.schedule_id}: {s.reason} (since {s.suspended_at})")
         if r.healthy:
