@@ -191,3 +191,25 @@ def test_the_or_class_is_real():
     sim = CronSim("0 0 13 * FRI", start)
     first_five = [next(sim) for _ in range(5)]
     assert any(d.day != 13 for d in first_five)
+
+
+def test_the_dst_class_is_real():
+    # Disagreement class 2, Europe/Berlin 2026 (docs/schedules.md): on 25 October croniter and
+    # 6-field cronsim run "30 2 * * *" twice; on 29 March 6-field cronsim skips it. Ours: once
+    # each day (the gap shifted to 03:00 CEST, the repeat in its first pass).
+    from zoneinfo import ZoneInfo
+
+    berlin = ZoneInfo("Europe/Berlin")
+    autumn = datetime(2026, 10, 24, 12, tzinfo=UTC)
+    spring = datetime(2026, 3, 28, 12, tzinfo=UTC)
+    twice = [datetime(2026, 10, 25, 0, 30, tzinfo=UTC), datetime(2026, 10, 25, 1, 30, tzinfo=UTC)]
+    it = croniter("30 2 * * *", autumn.astimezone(berlin))
+    assert [it.get_next(datetime).astimezone(UTC) for _ in range(2)] == twice
+    sim6 = CronSim("0 30 2 * * *", autumn.astimezone(berlin))
+    assert [next(sim6).astimezone(UTC) for _ in range(2)] == twice
+    sim6 = CronSim("0 30 2 * * *", spring.astimezone(berlin))
+    assert next(sim6).astimezone(UTC) == datetime(2026, 3, 30, 0, 30, tzinfo=UTC)
+    assert ours("30 2 * * *", "Europe/Berlin", autumn)[:2] == [
+        datetime(2026, 10, 25, 0, 30, tzinfo=UTC), datetime(2026, 10, 26, 1, 30, tzinfo=UTC)]
+    assert ours("0 30 2 * * *", "Europe/Berlin", spring)[0] == datetime(2026, 3, 29, 1, 0,
+                                                                         tzinfo=UTC)
