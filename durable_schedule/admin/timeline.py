@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 from django.db.models import DateTimeField
 from django.db.models.expressions import RawSQL
 
-from durable_schedule.errors import DurableError
 from durable_schedule.admin.cron_upcoming import upcoming
+from durable_schedule.errors import DurableError
 from durable_schedule.evaluation.timeline import next_instant_after, spec_from_json
 from durable_schedule.store.models import (
     Occurrence,

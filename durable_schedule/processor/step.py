@@ -45,8 +45,8 @@ from durable_schedule.errors import (
     SchemaBelowFloor,
     UnevaluableGeneration,
 )
-from durable_schedule.evaluation.decision import Decision, SlotState, decide
 from durable_schedule.evaluation.cron import fence as tz_rules
+from durable_schedule.evaluation.decision import Decision, SlotState, decide
 from durable_schedule.processor.bridge import OccurrenceIdentity, bridge, link_conflict
 from durable_schedule.processor.dispatcher import Claim
 from durable_schedule.schedules import records

@@ -159,8 +159,8 @@ def _insert_generation(cur, scope, schedule_id, generation, spec, accepted, targ
         "scope_id": scope, "schedule_id": schedule_id, "generation": generation,
         "kind": kind_of(spec), "spec": records.to_json(spec_to_json(spec)),
         "accepted_at": accepted, "target": records.to_json(target_json), "overlap": overlap,
-        "misfire": misfire, "safety_window": window, "evaluator_version": evaluator_version_of(spec),
-        "actor": actor,
+        "misfire": misfire, "safety_window": window,
+        "evaluator_version": evaluator_version_of(spec), "actor": actor,
     })
 
 

@@ -13,8 +13,18 @@ from django.db import transaction
 from durable_schedule import barriers, schedules
 from durable_schedule.processor.bridge import OccurrenceIdentity, derive_link
 from tests.schedules import processes
-from tests.schedules.conftest import HOUR, MINUTE, SCOPE, SECOND, T0, create, definition, \
-    occurrences, rows, works
+from tests.schedules.conftest import (
+    HOUR,
+    MINUTE,
+    SCOPE,
+    SECOND,
+    T0,
+    create,
+    definition,
+    occurrences,
+    rows,
+    works,
+)
 from tests.schedules.test_crash_barriers import crash_then_recover
 
 SCHEDULES = 400

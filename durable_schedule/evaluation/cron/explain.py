@@ -43,7 +43,7 @@ def _progression(values: tuple[int, ...]) -> int | None:
     if len(values) < 3:
         return None
     step = values[1] - values[0]
-    if step > 1 and all(b - a == step for a, b in zip(values, values[1:])):
+    if step > 1 and all(b - a == step for a, b in zip(values, values[1:], strict=False)):
         return step
     return None
 

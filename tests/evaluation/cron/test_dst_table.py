@@ -120,7 +120,7 @@ def test_dst_table__backward_search_finds_the_same_instants(
         tz, expression, gap, fold, after, expected):
     ev = Cron(expression, tz, dst_gap=gap, dst_fold=fold).evaluator()
     instants = [int(z(e).timestamp()) for e in expected]
-    for previous, current in zip(instants, instants[1:]):
+    for previous, current in zip(instants, instants[1:], strict=False):
         assert ev.prev_at_or_before(current - 1).utc == previous
         assert ev.prev_at_or_before(current).utc == current
 

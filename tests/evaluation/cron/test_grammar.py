@@ -149,7 +149,7 @@ def test_h_step_draws_an_offset_below_the_step():
     for i in range(50):
         minutes = parse("H/15 * * * *", seed_for("s", str(i))).minutes
         assert len(minutes) == 4 and minutes[0] < 15
-        assert [b - a for a, b in zip(minutes, minutes[1:])] == [15, 15, 15]
+        assert [b - a for a, b in zip(minutes, minutes[1:], strict=False)] == [15, 15, 15]
 
 
 def test_the_seed_hash_is_the_documented_one():

@@ -47,7 +47,7 @@ def test_changes_are_every_offset_change_to_the_second(name):
         assert zone.offset_at(t) == after != zone.offset_at(t - 1)
     # Between consecutive changes the offset is constant (probed every 15 minutes).
     bounds = [start, *(t for t, _ in changes), end]
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in zip(bounds, bounds[1:], strict=False):
         offset = zone.offset_at(a)
         assert all(zone.offset_at(u) == offset for u in range(a, b, 900))
 
