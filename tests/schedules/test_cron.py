@@ -267,3 +267,20 @@ def test_bad_input_never_reaches_the_database(clock, target):
     for bad in ("", "* * * *", "@often"):
         with pytest.raises(DurableError):
             schedules.update(SCOPE, "missing", expected_revision=1, spec=schedules.Cron(bad))
+
+
+def test_queue_one_coalesces_cron_instants_behind_a_running_work(clock, target):
+    create("c", schedules.Cron("*/10 * * * *", "Asia/Kolkata"), target)
+    start = clock.now  # 12:00Z = 17:30 IST: instants every 10 minutes on the UTC grid too
+    run_pass(clock, start + timedelta(minutes=10))
+    run_pass(clock, start + timedelta(minutes=20))
+    run_pass(clock, start + timedelta(minutes=30))
+    assert [(o[1], o[2], o[3], o[4]) for o in occurrences("c")] == [
+        ("nominal", start + timedelta(minutes=10), start + timedelta(minutes=10),
+         "materialized"),
+        ("coalesced", start + timedelta(minutes=20), start + timedelta(minutes=30), "pending")]
+    [(work_id, *_)] = works()
+    set_work_state(work_id, "succeeded")
+    run_pass(clock, start + timedelta(minutes=31))
+    assert [o[4] for o in occurrences("c")] == ["materialized", "materialized"]
+    assert len(works()) == 2

@@ -52,6 +52,9 @@ def _unit(values: tuple[int, ...], full: int, unit: str) -> str:
     if len(values) == full:
         return f"every {unit}"
     step = _progression(values)
+    if step is not None and values[0] < step and values[-1] + step >= full:
+        start = "" if values[0] == 0 else f" from {unit} {values[0]}"
+        return f"every {step} {unit}s{start}"
     if step is not None:
         return f"every {step} {unit}s from {unit} {values[0]} to {values[-1]}"
     return f"{unit} {_runs(values)}" if len(values) == 1 else f"{unit}s {_runs(values)}"

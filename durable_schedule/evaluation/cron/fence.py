@@ -29,7 +29,7 @@ def _wall_iso(wall: int) -> str:
 
 def current_rules(spec: Cron) -> TzRules:
     """The rules snapshot the current tz database gives for the spec's persisted window."""
-    return rules_at(load(spec.tz), spec.tz_rules.start)
+    return rules_at(load(spec.tz), spec.tz_rules.start, spec.tz_rules.end)
 
 
 def _differing(old: TzRules, new: TzRules) -> list[tuple[int, int]]:

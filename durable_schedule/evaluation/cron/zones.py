@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import threading
 import zoneinfo
 from dataclasses import dataclass
@@ -72,8 +73,6 @@ def load(name: object) -> Zone:
     path = _overrides.get(name)
     try:
         if path is not None:
-            import os
-
             st = os.stat(path)
             info = _from_file(name, path, (st.st_mtime_ns, st.st_size))
         else:
@@ -223,9 +222,11 @@ def fingerprint_of(start: int, end: int, offset: int, changes) -> str:
     return hashlib.sha256(canonical_text(start, end, offset, changes).encode()).hexdigest()
 
 
-def rules_at(zone: Zone, accepted_second: int) -> TzRules:
-    """The rules snapshot of ``zone`` for a generation accepted at ``accepted_second``."""
-    end = min(accepted_second + int(FINGERPRINT_HORIZON.total_seconds()), _MAX_SECOND)
+def rules_at(zone: Zone, accepted_second: int, end: int | None = None) -> TzRules:
+    """The rules snapshot of ``zone`` for a generation accepted at ``accepted_second``, over
+    ``[accepted_second, end]`` (default: the horizon; the fence passes the persisted end)."""
+    if end is None:
+        end = min(accepted_second + int(FINGERPRINT_HORIZON.total_seconds()), _MAX_SECOND)
     offset = zone.offset_at(accepted_second)
     changes = tuple(zone.changes(accepted_second, end))
     return TzRules(zone.name, accepted_second, end, offset, changes,

@@ -17,8 +17,11 @@ T = datetime(2026, 3, 28, tzinfo=UTC)
     ("30 2 * * *", "Europe/Berlin", "At 02:30 (Europe/Berlin time)."),
     ("0 0 13 * FRI", "UTC", "At 00:00, on day 13 of the month, if it is a Friday (UTC time)."),
     ("*/15 9-17 * * MON-FRI", "UTC",
-     "Every 15 minutes from minute 0 to 45, past hours 9 to 17, on Monday to Friday (UTC "
+     "Every 15 minutes, past hours 9 to 17, on Monday to Friday (UTC time)."),
+    ("5/20 * * * *", "UTC", "Every 20 minutes from minute 5 (UTC time)."),
+    ("10-50/10 8 * * *", "UTC", "Every 10 minutes from minute 10 to 50, past hour 8 (UTC "
      "time)."),
+    ("10-40/10 8 * * *", "UTC", "At 08:10, 08:20, 08:30 and 08:40 (UTC time)."),
     ("0 0 L * *", "UTC", "At 00:00, on the last day of the month (UTC time)."),
     ("0 0 LW * *", "UTC", "At 00:00, on the weekday nearest the last day of the month (UTC "
      "time)."),
