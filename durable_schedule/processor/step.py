@@ -432,7 +432,9 @@ def _detail(decision: Decision, bridged, to_bridge, pending, occupant, completed
         "slot_work_id": None if occupant is None else str(occupant),
     }
     if decision.evidence and "local" in decision.evidence:
-        detail["local"] = decision.evidence["local"]  # cron: wall time and fold of first/last
+        # Cron: wall time and fold of first/last; the count is "at least" when not exact.
+        detail["local"] = decision.evidence["local"]
+        detail["count_exact"] = decision.evidence["count_exact"]
     if to_bridge is not None:
         detail["occurrence"] = {"kind": to_bridge.kind, "first": to_bridge.first_iso}
     if bridged is not None:

@@ -141,7 +141,9 @@ def test_misfire_and_safety_window_work_for_cron_as_for_every(clock, target):
     kinds = [(o[1], o[2], o[3]) for o in occurrences("m")]
     assert kinds == [("recovery", start + timedelta(minutes=10), start + timedelta(minutes=30))]
     _, _, detail = history("m")[-1]
-    assert detail["count"] == 3
+    assert (detail["count"], detail["count_exact"]) == (3, True)
+    assert detail["local"]["last"]["wall"] == (start + timedelta(minutes=30)).strftime(
+        "%Y-%m-%dT%H:%M:%S")
     # A jump far beyond the window suspends with evidence, before the cursor moves.
     clock.set(start + timedelta(days=3650))
     for work_id, *_ in works():
