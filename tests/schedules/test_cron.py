@@ -180,6 +180,13 @@ def test_tz_rules_change__suspends_before_work_then_the_command_reissues(clock, 
         status = collect()
         assert f"{SCOPE}/noon" in status.tz_rules_mismatches
         assert any("changed tz rules" in p for p in status.problems)
+        assert status.tz_rules == [{"tz": "Europe/Berlin", "fingerprint":
+                                    ev["current_fingerprint"], "schedules": 1, "mismatched": 1}]
+        out = io.StringIO()
+        with pytest.raises(SystemExit):
+            call_command("durable_status", stdout=out)
+        assert "tz rules     Europe/Berlin" in out.getvalue()
+        assert "1 mismatched" in out.getvalue()
 
         out = io.StringIO()
         with pytest.raises(SystemExit) as exit_info:

@@ -4,6 +4,7 @@ evidence (the first instant a rules change would move)."""
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -99,3 +100,14 @@ def test_unknown_zones_are_refused():
     for name in ("Mars/Base", "", "../etc/passwd", None, 7, "x" * 101):
         with pytest.raises(UnknownTimeZone):
             load(name)
+
+
+def test_a_bound_spec_round_trips_through_its_stored_json():
+    from durable_schedule.evaluation.timeline import spec_from_json, spec_to_json
+
+    spec = bind(Cron("H 2 * * 1-5", "America/Santiago", dst_gap="skip", dst_fold="second"),
+                "acme", "job", JAN_2026)
+    data = json.loads(json.dumps(spec_to_json(spec)))
+    back = spec_from_json("cron", data, "ds-cron-v1")
+    assert back == spec and back.tz_rules == spec.tz_rules
+    assert back.pattern.minutes == spec.pattern.minutes
