@@ -101,7 +101,11 @@ def _day(p: CronPattern) -> str:
     else:
         dow = _runs(p.weekdays, lambda d: _DAYS[d])
     if dom and dow:
-        return f"{dom}, if it is {'a ' if not (p.dow_nth or p.dow_last) else ''}{dow}"
+        if p.dow_nth or p.dow_last:
+            return f"{dom}, if it is {dow}"
+        if len(p.weekdays) == 1:
+            return f"{dom}, if it is a {dow}"
+        return f"{dom}, if it falls on {dow}"
     if dow:
         return f"on {dow}"
     return dom

@@ -22,6 +22,11 @@ T = datetime(2026, 3, 28, tzinfo=UTC)
     ("10-50/10 8 * * *", "UTC", "Every 10 minutes from minute 10 to 50, past hour 8 (UTC "
      "time)."),
     ("10-40/10 8 * * *", "UTC", "At 08:10, 08:20, 08:30 and 08:40 (UTC time)."),
+    ("0 0 13 * MON-FRI", "UTC",
+     "At 00:00, on day 13 of the month, if it falls on Monday to Friday (UTC time)."),
+    ("0 0 1-7 * 6#1", "UTC",
+     "At 00:00, on days 1 to 7 of the month, if it is the 1st Saturday of the month (UTC "
+     "time)."),
     ("0 0 L * *", "UTC", "At 00:00, on the last day of the month (UTC time)."),
     ("0 0 LW * *", "UTC", "At 00:00, on the weekday nearest the last day of the month (UTC "
      "time)."),
