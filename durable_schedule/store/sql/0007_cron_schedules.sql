@@ -1,4 +1,4 @@
--- durable_schedule store, schema 5: cron schedules (docs/schedules.md "Cron").
+-- durable_schedule store, schema 6: cron schedules (docs/schedules.md "Cron").
 -- Released files are never edited.
 -- A cron generation persists its grammar version, zone name, DST policy, H seed and tz-rules
 -- snapshot (offsets and changes from acceptance to the horizon, with their fingerprint) in its
@@ -11,5 +11,5 @@ ALTER TABLE durable_schedule_generation DROP CONSTRAINT durable_schedule_generat
 ALTER TABLE durable_schedule_generation ADD CONSTRAINT durable_schedule_generation_kind
     CHECK (kind IN ('at', 'after', 'every', 'cron'));
 
--- Code older than schema 5 would quarantine every cron schedule as an unknown kind.
-UPDATE durable_schedule_store SET schema_version = 5, compatibility_floor = 5, updated_at = now();
+-- Code older than schema 6 would quarantine every cron schedule as an unknown kind.
+UPDATE durable_schedule_store SET schema_version = 6, compatibility_floor = 6, updated_at = now();
