@@ -17,8 +17,9 @@ from typing import Any
 from durable_schedule.errors import DurableError
 from durable_schedule.evaluation.cron import fence
 from durable_schedule.evaluation.timeline import spec_from_json
+from durable_schedule.operations.scopes import routing_ids
 from durable_schedule.store.sqlfiles import query
-from durable_schedule.store.transactions import connection, routed
+from durable_schedule.store.transactions import routed
 
 
 @dataclass
@@ -89,10 +90,7 @@ def _read(cur, scope_id: str, row) -> CronSchedule:
 def collect(*, using: str | None = None) -> Inventory:
     """Every live cron schedule with its persisted and current fingerprints."""
     inventory = Inventory()
-    with connection(using).cursor() as cur:
-        cur.execute(query("operations_queries.sql", "routing_ids"))
-        routing_ids = [r[0] for r in cur.fetchall()]
-    for routing_id in routing_ids:
+    for routing_id in routing_ids(using=using):  # every scope (operations/scopes.py)
         with routed(routing_id, using=using) as (cur, scope_id):
             if scope_id is None:
                 continue
