@@ -33,6 +33,9 @@ DEFAULTS: dict[str, Any] = {
     # transaction mode that cannot keep prepared statements (PgBouncer < 1.21, or without
     # ``max_prepared_statements``): docs/operations.md "Prepared statements and poolers".
     "PREPARE_STATEMENTS": True,
+    # The Work queue names enqueue accepts (docs/work.md "Queues and priorities"); None accepts
+    # any name. A worker serves every queue unless `process_work --queue` names some.
+    "QUEUES": None,
     # Health (docs/operations.md "Health: heartbeats and thresholds"). A --loop runner writes
     # its heartbeat every HEARTBEAT_SECONDS; one silent for RUNNER_DEAD_SECONDS is dead.
     "HEARTBEAT_SECONDS": 10.0,
@@ -74,6 +77,11 @@ def max_idle_seconds() -> float:
 
 def prepare_statements() -> bool:
     return bool(_get("PREPARE_STATEMENTS"))
+
+
+def queues() -> frozenset[str] | None:
+    value = _get("QUEUES")
+    return None if value is None else frozenset(value)
 
 
 def heartbeat_seconds() -> float:
@@ -131,6 +139,12 @@ def validate() -> None:
     if not isinstance(_get("PREPARE_STATEMENTS"), bool):
         raise ValueError("DURABLE_SCHEDULE['PREPARE_STATEMENTS'] must be True or False")
     _validate_default_scope(default_scope())
+    listed = _get("QUEUES")
+    if listed is not None and (isinstance(listed, str) or not all(
+            isinstance(q, str) and q and q == q.strip() and len(q) <= 200 for q in listed)
+            or not listed):
+        raise ValueError("DURABLE_SCHEDULE['QUEUES'] must be None or a non-empty list of "
+                         "queue names (1-200 characters, no surrounding spaces)")
     if max_idle_seconds() <= 0:
         raise ValueError("DURABLE_SCHEDULE['MAX_IDLE_SECONDS'] must be positive")
     _validate_health()

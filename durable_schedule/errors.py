@@ -298,7 +298,7 @@ class AttemptCancelled(WorkError):
     )
 
 
-# DS241-DS245: the django.tasks backend (docs/tasks.md).
+# DS241-DS245: the django.tasks backend and Work queues (docs/tasks.md, docs/work.md).
 class InvalidTaskArguments(WorkError, TypeError):
     code = "DS241"
     next_action = (
@@ -312,6 +312,14 @@ class TaskOptionsConflict(WorkError):
     next_action = (
         "One task module path is one Work definition per version: give changed options "
         "(safety, policy) a new version option, and define the task once per process."
+    )
+
+
+class InvalidQueue(WorkError):
+    code = "DS244"
+    next_action = (
+        "Use a queue named in DURABLE_SCHEDULE['QUEUES'] (or add it there); "
+        "docs/work.md \"Queues and priorities\"."
     )
 
 

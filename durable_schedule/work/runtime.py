@@ -104,6 +104,13 @@ class Options:
     owner: str
     heartbeat: bool
     using: str
+    #: The queues this worker serves, or None for every queue (docs/work.md "Queues and
+    #: priorities").
+    queues: tuple[str, ...] | None = None
+
+    @property
+    def claim_queues(self) -> list[str] | None:
+        return None if self.queues is None else list(self.queues)
 
 
 # Historical names (tests drive the per-item primitives directly).
@@ -148,7 +155,8 @@ def _claim(opts: Options, lease_seconds: float, n: int) -> list[Claim]:
     with _runtime_block(opts.using) as cur:
         check_floor(cur)
         cur.execute(query(_QUERIES, "claim"),
-                    {"owner": opts.owner, "lease_seconds": lease_seconds, "max_rows": n})
+                    {"owner": opts.owner, "lease_seconds": lease_seconds, "max_rows": n,
+                     "queues": opts.claim_queues})
         rows = cur.fetchall()
     return [Claim(*row) for row in rows]
 
