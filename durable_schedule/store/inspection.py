@@ -53,7 +53,8 @@ RUNTIME_GRANTS: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = 
 DISPATCHER_COLUMNS = ("dispatch_id", "scope_routing_id", "schedule_id", "lease_owner",
                       "lease_expires_at", "lease_generation", "dispatch_revision")
 DISPATCHER_FUNCTIONS = ("claim_schedule_dispatch(text, interval, integer)",)
-RUNTIME_FUNCTIONS = ("claim_work_dispatch(text, interval, integer, text[])", "durable_schedule_clock(text)",
+RUNTIME_FUNCTIONS = ("claim_work_dispatch(text, interval, integer, text[])",
+                     "durable_schedule_clock(text)",
                      "durable_schedule_enter_scope(text)",
                      "durable_schedule_leave_scope(text, text, text)",
                      "durable_runner_beat(uuid, text, text, text, integer, text, double precision,"
