@@ -30,6 +30,9 @@ DEFAULTS: dict[str, Any] = {
     # transaction mode that cannot keep prepared statements (PgBouncer < 1.21, or without
     # ``max_prepared_statements``): docs/operations.md "Prepared statements and poolers".
     "PREPARE_STATEMENTS": True,
+    # How long a --loop runner waits for the database to come back after a connection loss
+    # (failover, pooler restart) before it exits with DS405: docs/operations.md "Failover".
+    "OUTAGE_TOLERANCE_SECONDS": 300.0,
 }
 
 
@@ -55,6 +58,10 @@ def max_idle_seconds() -> float:
 
 def prepare_statements() -> bool:
     return bool(_get("PREPARE_STATEMENTS"))
+
+
+def outage_tolerance_seconds() -> float:
+    return float(_get("OUTAGE_TOLERANCE_SECONDS"))
 
 
 def admin_scopes():
@@ -83,6 +90,10 @@ def validate() -> None:
         raise ValueError("DURABLE_SCHEDULE['PREPARE_STATEMENTS'] must be True or False")
     if max_idle_seconds() <= 0:
         raise ValueError("DURABLE_SCHEDULE['MAX_IDLE_SECONDS'] must be positive")
+    tolerance = _get("OUTAGE_TOLERANCE_SECONDS")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or tolerance < 0:
+        raise ValueError("DURABLE_SCHEDULE['OUTAGE_TOLERANCE_SECONDS'] must be a number of "
+                         "seconds >= 0 (0: exit at the first outage)")
     try:
         scopes = admin_scopes()
     except ImportError as exc:

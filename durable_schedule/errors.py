@@ -310,6 +310,15 @@ class PartitionMaintenanceFailed(OperationsError):
     next_action = "Run `manage.py durable_partitions` as the migration owner."
 
 
+class PoolerDropsPreparedStatements(OperationsError):
+    code = "DS415"
+    next_action = (
+        "A transaction-mode connection pooler cannot keep prepared statements: set "
+        "DURABLE_SCHEDULE['PREPARE_STATEMENTS'] = False, or give PgBouncer >= 1.21 "
+        "max_prepared_statements (docs/operations.md \"Connection poolers\")."
+    )
+
+
 def all_error_classes() -> list[type[DurableError]]:
     """Every concrete error class, for the catalogue test and docs."""
     seen: list[type[DurableError]] = []

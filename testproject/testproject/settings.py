@@ -90,4 +90,7 @@ LOGGING = {
 DURABLE_SCHEDULE = {
     # Tests of the --loop runners raise this to prove a wake-up came from NOTIFY, not the timer.
     "MAX_IDLE_SECONDS": float(os.environ.get("DURABLE_MAX_IDLE_SECONDS", "5")),
+    # The failover tests shorten it to see a runner give up; the pooler tests turn preparing off.
+    "OUTAGE_TOLERANCE_SECONDS": float(os.environ.get("DURABLE_OUTAGE_TOLERANCE_SECONDS", "300")),
+    "PREPARE_STATEMENTS": os.environ.get("DURABLE_PREPARE_STATEMENTS", "1") != "0",
 }

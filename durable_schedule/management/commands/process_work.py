@@ -12,10 +12,12 @@ SIGINT (durable_schedule.runner: NOTIFY wake-up, transient-error retry, graceful
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
 
 from durable_schedule import work
 from durable_schedule.errors import DurableError
 from durable_schedule.runner.cli import add_runner_arguments, positive_int
+from durable_schedule.runner.pooler import check_prepared_statements
 from durable_schedule.runner.retry import run_with_retry
 
 
@@ -47,6 +49,7 @@ class Command(BaseCommand):
             )
 
         try:
+            check_prepared_statements()  # a pooler that drops them: one clear DS415 up front
             if options["loop"]:
                 from durable_schedule.runner.service import serve
 
@@ -57,7 +60,7 @@ class Command(BaseCommand):
             # The same bounded transient retry as process_schedules (spec 002): a cut
             # connection or a serialization failure rolls the phase back and tries again.
             counts = run_with_retry("work.pass", one_pass)
-        except DurableError as exc:
+        except (DurableError, DatabaseError) as exc:
             raise CommandError(f"process_work failed: {exc}") from exc
         if options["verbosity"] >= 1:
             self.stdout.write(str(counts))
