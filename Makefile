@@ -1,6 +1,7 @@
 # Entry points of durable_schedule. `make test` is the test command (CI runs exactly it).
 #
-#   make test    find or start PostgreSQL, then tox: py311-django52, py312-django6, lint
+#   make test    find or start PostgreSQL (15 system, 18 embedded), then tox: py311-django52
+#                (PostgreSQL 15), py312-django6 (PostgreSQL 18), lint
 #   make demo    install into .venv, find or start PostgreSQL, run scripts/demo.sh
 #   make lint    ruff check (tox env "lint")
 #   make bench   python -m bench: throughput, scale and a peer (docs/benchmarks.md)
@@ -29,6 +30,15 @@ TOX := $(VENV)/bin/tox
 TOX_ARGS ?=
 # Finds or starts PostgreSQL and exports DATABASE_URL into the recipe's shell.
 ENSURE_PG := pg_env=$$(scripts/ensure_postgres.sh) && eval "$$pg_env"
+# The PostgreSQL matrix (docs/development.md "PostgreSQL matrix"): py312-django6 runs on
+# PostgreSQL 18 from the embedded wheel (own port and folder), exported as DURABLE_PG18_URL for
+# tox.ini. Without it that env runs on DATABASE_URL, except where DURABLE_REQUIRE_PG18=1 (CI).
+PG18_ENV := DURABLE_PG_EMBEDDED=1 DURABLE_PG_MAJOR=18 DURABLE_PG_PORT=54318 DURABLE_PG_DIR=.pgdata18
+ENSURE_PG_MATRIX := if pg18=$$($(PG18_ENV) scripts/ensure_postgres.sh); then \
+	export DURABLE_PG18_URL=$$(eval "$$pg18"; printf '%s' "$$DATABASE_URL"); \
+	echo "make test: py312-django6 on PostgreSQL 18 ($$DURABLE_PG18_URL)"; \
+	elif [[ $${DURABLE_REQUIRE_PG18:-0} == 1 ]]; then echo "no PostgreSQL 18" >&2; exit 1; \
+	else echo "make test: no PostgreSQL 18; py312-django6 runs on DATABASE_URL" >&2; fi
 
 .PHONY: help test demo lint bench pg-stop venv clean
 
@@ -54,6 +64,7 @@ test: $(TOX)
 	@scripts/install_browser.sh
 	@$(ENSURE_PG); \
 	echo "make test: DATABASE_URL=$$(sed -E 's#(://[^:/@]*):[^@/]*@#\1:***@#' <<<"$$DATABASE_URL")"; \
+	$(ENSURE_PG_MATRIX); \
 	$(TOX) $(TOX_ARGS)
 
 demo: $(VENV)/.installed-test
