@@ -315,7 +315,8 @@ class PoolerDropsPreparedStatements(OperationsError):
     next_action = (
         "A transaction-mode connection pooler cannot keep prepared statements: set "
         "DURABLE_SCHEDULE['PREPARE_STATEMENTS'] = False, or give PgBouncer >= 1.21 "
-        "max_prepared_statements (docs/operations.md \"Connection poolers\")."
+        "max_prepared_statements (docs/operations.md \"Prepared statements and connection "
+        "poolers\")."
     )
 
 

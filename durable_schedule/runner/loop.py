@@ -81,7 +81,7 @@ def _listen_connection(name: str, channel: str) -> psycopg.Connection | None:
             say = log.info if already else log.warning
             say("%s runner: LISTEN/NOTIFY does not deliver on this connection (a pooler in "
                 "transaction mode?); polling every %.1fs instead (docs/operations.md "
-                "\"Connection poolers\")", name, conf.max_idle_seconds(),
+                "\"Prepared statements and connection poolers\")", name, conf.max_idle_seconds(),
                 extra={"runner": name, "notify": "fallback"})
             state.notify_checked(name, ok=False)
             conn.close()

@@ -2,7 +2,7 @@
 
 A pooler in transaction mode (PgBouncer's ``pool_mode = transaction``) hands every transaction to
 whichever server connection is free. Two things the runtime uses live in the server session and
-do not survive that (docs/operations.md "Connection poolers"):
+do not survive that (docs/operations.md "Prepared statements and connection poolers"):
 
 - **Prepared statements** (``DURABLE_SCHEDULE['PREPARE_STATEMENTS']``, on by default). PgBouncer
   >= 1.21 with ``max_prepared_statements`` tracks protocol-level prepared statements and is fine;

@@ -76,7 +76,7 @@ def test_failover__loops_survive_a_pooler_restart_and_nothing_is_lost_or_duplica
             wait_until(lambda one=one: one.said("database connection restored"), timeout=60,
                        what="the loops to reconnect")
         wait_until(lambda: sql("select count(*) from durable_work where state = 'succeeded'")
-                   == [(7,)], timeout=60, what="the work of and after the outage to run")
+                   == [(7,)], timeout=60, what="the Work of and after the outage to run")
         assert all(one.proc.poll() is None for one in loops), "a loop died"
     finally:
         results = [one.finish() for one in loops]
