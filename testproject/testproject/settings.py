@@ -72,7 +72,8 @@ TEMPLATES = [
 
 DATABASES = {
     "default": _database_from_url(
-        os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/durable_schedule")
+        # Empty counts as unset (tox.ini's matrix substitution yields "" when nothing is set).
+        os.environ.get("DATABASE_URL") or "postgresql://postgres@127.0.0.1:5432/durable_schedule"
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
