@@ -1,5 +1,6 @@
-"""``process_due()``: one bounded pass over due schedules (spec 000 "Manual processing API";
-DESIGN §4.8). This is the River-style ``run_once``; the ``--loop`` runner wraps it.
+"""``process_due()``: one bounded pass over due schedules (docs/protocol/schedules.md "Manual
+processing API"; docs/protocol/schedules.md rule S8). This is the River-style ``run_once``; the
+``--loop`` runner wraps it.
 
 The pass alternates two transaction forms and never mixes them: a dispatcher claim (its own
 committed transaction as ``durable_dispatcher``, up to ``min(remaining, claim_batch)`` rows
@@ -27,6 +28,7 @@ from typing import Any
 
 from durable_schedule import conf
 from durable_schedule.errors import DurableError, InvalidArgument
+from durable_schedule.observability.metrics import instrumented_pass
 from durable_schedule.processor.dispatcher import MAX_ROWS, claim, validate_lease
 from durable_schedule.processor.step import (
     ScheduleOutcome,
@@ -126,6 +128,7 @@ def _process_claim_with_retry(one, owner: str, using: str | None) -> ScheduleOut
         identity={"schedule_id": one.schedule_id, "routing_id": one.routing_id})
 
 
+@instrumented_pass("schedule")  # metrics + span (docs/operations.md "Metrics")
 def process_due(
     max_schedules: int = 1,
     lease_owner: str | None = None,
@@ -171,7 +174,8 @@ def process_due(
                 if not is_quarantinable(exc):
                     exc.context.setdefault("pass_counts", counts.as_dict())
                     raise
-                # A row this code cannot evaluate is quarantined; the pass goes on (spec 002).
+                # A row this code cannot evaluate is quarantined; the pass goes on
+                # (docs/protocol/runner.md).
                 outcome = quarantine_claim(one, owner, exc, using=using)
             counts.record(outcome)
             log.debug("schedule %s/%s: %s", outcome.scope_id, outcome.schedule_id,
