@@ -33,6 +33,10 @@ DEFAULTS: dict[str, Any] = {
     # transaction mode that cannot keep prepared statements (PgBouncer < 1.21, or without
     # ``max_prepared_statements``): docs/operations.md "Prepared statements and poolers".
     "PREPARE_STATEMENTS": True,
+    # How long a --loop runner waits for the database to come back after a connection loss
+    # (failover, pooler restart) before it exits with DS405: docs/operations.md "Failover and
+    # database outages".
+    "OUTAGE_TOLERANCE_SECONDS": 300.0,
     # Health (docs/operations.md "Health: heartbeats and thresholds"). A --loop runner writes
     # its heartbeat every HEARTBEAT_SECONDS; one silent for RUNNER_DEAD_SECONDS is dead.
     "HEARTBEAT_SECONDS": 10.0,
@@ -74,6 +78,10 @@ def max_idle_seconds() -> float:
 
 def prepare_statements() -> bool:
     return bool(_get("PREPARE_STATEMENTS"))
+
+
+def outage_tolerance_seconds() -> float:
+    return float(_get("OUTAGE_TOLERANCE_SECONDS"))
 
 
 def heartbeat_seconds() -> float:
@@ -133,6 +141,10 @@ def validate() -> None:
     _validate_default_scope(default_scope())
     if max_idle_seconds() <= 0:
         raise ValueError("DURABLE_SCHEDULE['MAX_IDLE_SECONDS'] must be positive")
+    tolerance = _get("OUTAGE_TOLERANCE_SECONDS")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or tolerance < 0:
+        raise ValueError("DURABLE_SCHEDULE['OUTAGE_TOLERANCE_SECONDS'] must be a number of "
+                         "seconds >= 0 (0: exit at the first outage)")
     _validate_health()
     try:
         scopes = admin_scopes()

@@ -440,6 +440,16 @@ class MetricsUnavailable(OperationsError):
     next_action = "Install the metrics extra: pip install 'durable-schedule[metrics]'."
 
 
+class PoolerDropsPreparedStatements(OperationsError):
+    code = "DS415"
+    next_action = (
+        "A transaction-mode connection pooler cannot keep prepared statements: set "
+        "DURABLE_SCHEDULE['PREPARE_STATEMENTS'] = False, or give PgBouncer >= 1.21 "
+        "max_prepared_statements (docs/operations.md \"Prepared statements and connection "
+        "poolers\")."
+    )
+
+
 def all_error_classes() -> list[type[DurableError]]:
     """Every concrete error class, for the catalogue test and docs."""
     seen: list[type[DurableError]] = []

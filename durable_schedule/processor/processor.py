@@ -36,6 +36,7 @@ from durable_schedule.processor.step import (
     process_claim,
     quarantine_claim,
 )
+from durable_schedule.runner.retry import run_with_retry
 
 log = logging.getLogger("durable_schedule.processor")
 
@@ -113,6 +114,20 @@ def _cancelled(cancel: Any) -> Callable[[], bool]:
     raise InvalidArgument("cancel must be a threading.Event, a callable or None", field="cancel")
 
 
+def _process_claim_with_retry(one, owner: str, using: str | None) -> ScheduleOutcome:
+    """The scoped transaction of one claim, retried under the claim it still holds.
+
+    A transient failure (lock or statement timeout, a cut connection, a serialization failure)
+    rolled the transaction back, but the claim committed before it and still leases the row:
+    re-running the whole pass would claim nothing and report an idle pass (issue 11 item 6).
+    So the same claim is retried here with the pinned backoff (docs/operations.md "Faults"),
+    and when the retries are exhausted RetriesExhausted (DS405) names the schedule and phase.
+    """
+    return run_with_retry(
+        "schedule.step", lambda: process_claim(one, owner, using=using),
+        identity={"schedule_id": one.schedule_id, "routing_id": one.routing_id})
+
+
 @instrumented_pass("schedule")  # metrics + span (docs/operations.md "Metrics")
 def process_due(
     max_schedules: int = 1,
@@ -154,7 +169,7 @@ def process_due(
         remaining -= len(claims)
         for one in claims:
             try:
-                outcome = process_claim(one, owner, using=using)
+                outcome = _process_claim_with_retry(one, owner, using)
             except DurableError as exc:
                 if not is_quarantinable(exc):
                     exc.context.setdefault("pass_counts", counts.as_dict())

@@ -42,7 +42,12 @@ from psycopg.postgres import types as _pg_types
 from psycopg.pq import Format
 
 from durable_schedule import conf
-from durable_schedule.errors import InvalidScope, ScopeLost, WrongRole
+from durable_schedule.errors import (
+    InvalidScope,
+    PoolerDropsPreparedStatements,
+    ScopeLost,
+    WrongRole,
+)
 from durable_schedule.store.inspection import DISPATCHER_ROLE, RUNTIME_ROLE
 
 SCOPE_SETTING = "durable_schedule.scope_id"
@@ -103,7 +108,18 @@ class _PreparingCursor:
 
     def execute(self, sql, params=None):
         self._sql = sql
-        self._cur.execute(sql, params, prepare=True)
+        try:
+            self._cur.execute(sql, params, prepare=True)
+        except (psycopg.errors.DuplicatePreparedStatement,
+                psycopg.errors.InvalidSqlStatementName) as exc:
+            # psycopg names its statements _pg3_0, _pg3_1, ... per connection. "already exists"
+            # or "does not exist" for such a name means the server session is not ours: a
+            # pooler in transaction mode hands our transactions to other server connections.
+            if "_pg3_" not in str(exc):
+                raise
+            raise PoolerDropsPreparedStatements(
+                "the server session does not keep this connection's prepared statements "
+                f"({str(exc).strip()})") from exc
         return self
 
     @property
