@@ -30,6 +30,10 @@ DEFAULTS: dict[str, Any] = {
     # transaction mode that cannot keep prepared statements (PgBouncer < 1.21, or without
     # ``max_prepared_statements``): docs/operations.md "Prepared statements and poolers".
     "PREPARE_STATEMENTS": True,
+    # Claimed schedules of one scope processed in one transaction by a schedule pass
+    # (docs/operations.md "Batched schedule passes"); 1 turns batching off (one transaction
+    # per schedule). At most 1000, the claim's own bound.
+    "SCHEDULE_BATCH": 100,
 }
 
 
@@ -57,6 +61,10 @@ def prepare_statements() -> bool:
     return bool(_get("PREPARE_STATEMENTS"))
 
 
+def schedule_batch() -> int:
+    return int(_get("SCHEDULE_BATCH"))
+
+
 def admin_scopes():
     """The ADMIN_SCOPES callable, imported when given as a dotted path."""
     value = _get("ADMIN_SCOPES")
@@ -81,6 +89,9 @@ def validate() -> None:
         raise ValueError("DURABLE_SCHEDULE['SAFETY_WINDOW'] must be a positive timedelta")
     if not isinstance(_get("PREPARE_STATEMENTS"), bool):
         raise ValueError("DURABLE_SCHEDULE['PREPARE_STATEMENTS'] must be True or False")
+    batch = _get("SCHEDULE_BATCH")
+    if type(batch) is not int or not 1 <= batch <= 1000:
+        raise ValueError("DURABLE_SCHEDULE['SCHEDULE_BATCH'] must be an integer from 1 to 1000")
     if max_idle_seconds() <= 0:
         raise ValueError("DURABLE_SCHEDULE['MAX_IDLE_SECONDS'] must be positive")
     try:
