@@ -30,6 +30,7 @@ Failure isolation (docs/reliability.md "Batches"):
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +45,7 @@ from durable_schedule.barriers import (
 )
 from durable_schedule.errors import SchemaBelowFloor
 from durable_schedule.evaluation.decision import Decision
-from durable_schedule.processor.batch_work import WorkBatch, run_batch
+from durable_schedule.processor.batch_work import WorkBatch, rows_json, run_batch
 from durable_schedule.processor.bridge import OccurrenceIdentity, bridge, check_runtime
 from durable_schedule.processor.dispatcher import Claim
 from durable_schedule.processor.evaluate import evaluate_generation
@@ -257,13 +258,11 @@ class _Batch:
 
     def _insert_occurrences(self, items: list[_Item]) -> dict[str, tuple]:
         rows = run_batch(self.cur, "insert_occurrences", {
-            "scope_id": self.scope_id, "now": self.fences.clock,
-            "schedule_ids": [i.schedule_id for i in items],
-            "generations": [i.d.generation for i in items],
-            "kinds": [i.decision.action for i in items],
-            "firsts": [i.decision.first for i in items],
-            "lasts": [i.decision.last for i in items],
-            "states": ["pending"] * len(items)}).fetchall()
+            "scope_id": self.scope_id, "now": self.fences.clock, "rows": rows_json([
+                {"n": n, "schedule_id": i.schedule_id, "generation": i.d.generation,
+                 "kind": i.decision.action, "first": i.decision.first,
+                 "last": i.decision.last, "state": "pending"}
+                for n, i in enumerate(items)])}).fetchall()
         return {row[0]: (row[1], row[2], row[3]) for row in rows}
 
     def _finish(self, fast: list[_Item], released: list[_Item]) -> None:
@@ -278,26 +277,11 @@ class _Batch:
             steps.append(self._step_row(item))
         if not steps:
             return
-        link = [s["link"] for s in steps]
         moved, linked, released_ids = run_batch(self.cur, "finish_steps", {
             "scope_id": self.scope_id, "routing_id": self.routing_id,
             "lease_owner": self.owner, "actor": f"processor:{self.owner}",
             "now": self.fences.clock, "recorded_at": self.fences.clock,
-            "schedule_ids": [s["schedule_id"] for s in steps],
-            "revisions": [s["revision"] for s in steps],
-            "old_cursors": [s["old_cursor"] for s in steps],
-            "new_cursors": [s["new_cursor"] for s in steps],
-            "link_ids": [None if x is None else x[0] for x in link],
-            "work_ids": [None if x is None else x[1].work_id for x in link],
-            "commands": [None if x is None else x[1].command for x in link],
-            "idempotency_keys": [None if x is None else x[1].idempotency_key for x in link],
-            "dispatch_revisions": [s["claim"].dispatch_revision for s in steps],
-            "due_ats": [s["due"] for s in steps],
-            "generations": [s["generation"] for s in steps],
-            "events": [s["event"] for s in steps],
-            "details": [None if s["detail"] is None else records.to_json(s["detail"])
-                        for s in steps],
-        }).fetchone()
+            "rows": rows_json([_finish_row(s) for s in steps])}).fetchone()
         want_moved = {s["schedule_id"] for s in steps if s["new_cursor"] is not None}
         want_linked = {s["schedule_id"] for s in steps if s["link"] is not None}
         if set(moved) != want_moved or len(moved) != len(want_moved):
@@ -338,3 +322,21 @@ class _Batch:
             self.result.bridged = True
         else:
             self.result.decided = True
+
+
+def _finish_row(step: dict[str, Any]) -> dict[str, Any]:
+    """One row of "finish steps"; the history detail is the JSON value ``records.to_json``
+    would write as text."""
+    link = step["link"]
+    return {
+        "schedule_id": step["schedule_id"], "revision": step["revision"],
+        "old_cursor": step["old_cursor"], "new_cursor": step["new_cursor"],
+        "link_id": None if link is None else link[0],
+        "work_id": None if link is None else link[1].work_id,
+        "command": None if link is None else link[1].command,
+        "idempotency_key": None if link is None else link[1].idempotency_key,
+        "dispatch_revision": step["claim"].dispatch_revision, "due_at": step["due"],
+        "generation": step["generation"], "event": step["event"],
+        "detail": None if step["detail"] is None else json.loads(
+            records.to_json(step["detail"])),
+    }

@@ -6,6 +6,11 @@
 -- is in the WHERE clause of its multi-row form, and each statement RETURNS the schedule ids it
 -- matched so the caller checks every row's count (STYLE 5), not just a total.
 --
+-- The rows of a multi-row write travel as one jsonb array of objects, unpacked by
+-- jsonb_to_recordset with the column types named here (each value goes through its type's
+-- input function, as a bound parameter would): one parameter instead of a dozen arrays, which
+-- the driver would otherwise encode element by element in Python. "n" is the row's position.
+--
 -- Lock order is the single-schedule order, applied to the whole batch step by step: fences
 -- (the caller reuses "lock fences"), then definitions, then dispatch rows, then the slot Work,
 -- then occurrences; within a step existing rows are locked in schedule_id order, so two
@@ -62,9 +67,9 @@ INSERT INTO durable_schedule_occurrence (scope_id, schedule_id, generation, kind
         first_nominal_utc, last_nominal_utc, state, created_at, updated_at)
 SELECT %(scope_id)s, o.schedule_id, o.generation, o.kind, o.first, o.last, o.state,
        %(now)s, %(now)s
-  FROM unnest(%(schedule_ids)s::text[], %(generations)s::integer[], %(kinds)s::text[],
-              %(firsts)s::timestamptz[], %(lasts)s::timestamptz[], %(states)s::text[])
-       WITH ORDINALITY AS o(schedule_id, generation, kind, first, last, state, n)
+  FROM jsonb_to_recordset(%(rows)s::jsonb)
+       AS o(n integer, schedule_id text, generation integer, kind text, first timestamptz,
+            last timestamptz, state text)
  ORDER BY o.n
 ON CONFLICT (scope_id, schedule_id, generation, kind, first_nominal_utc) DO NOTHING
 RETURNING schedule_id, id, current_user,
@@ -81,25 +86,20 @@ WITH guard AS (
 ), clock AS (
     SELECT durable_schedule_clock('clock') AS now
 ), req AS (
-    SELECT * FROM unnest(%(work_ids)s::uuid[], %(command_ids)s::text[],
-                         %(idempotency_keys)s::text[], %(work_names)s::text[],
-                         %(work_versions)s::text[], %(payloads)s::text[],
-                         %(provider_safeties)s::text[], %(fingerprint_schemas)s::text[],
-                         %(fingerprint_digests)s::text[], %(retry_policies)s::text[],
-                         %(attempt_plans)s::text[], %(execution_deadlines)s::timestamptz[],
-                         %(due_ats)s::timestamptz[], %(source_occurrence_ids)s::bigint[],
-                         %(details)s::text[])
-           WITH ORDINALITY AS r(work_id, command_id, idempotency_key, work_name, work_version, payload,
-                provider_safety, fingerprint_schema, fingerprint_digest, retry_policy,
-                attempt_plan, execution_deadline, due_at, source_occurrence_id, detail, n)
+    SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb)
+           AS r(n integer, work_id uuid, command_id text, idempotency_key text, work_name text,
+                work_version text, payload jsonb, provider_safety text, fingerprint_schema text,
+                fingerprint_digest text, retry_policy jsonb, attempt_plan jsonb,
+                execution_deadline timestamptz, due_at timestamptz, source_occurrence_id bigint,
+                detail jsonb)
 ), work AS (
     INSERT INTO durable_work (scope_id, work_id, command_id, idempotency_key, work_name,
                               work_version, payload, provider_safety, fingerprint_schema,
                               fingerprint_digest, retry_policy, attempt_plan, execution_deadline,
                               accepted_at, due_at, source_occurrence_id, updated_at)
     SELECT %(scope_id)s, r.work_id, r.command_id, r.idempotency_key, r.work_name,
-           r.work_version, r.payload::jsonb, r.provider_safety, r.fingerprint_schema,
-           r.fingerprint_digest, r.retry_policy::jsonb, r.attempt_plan::jsonb,
+           r.work_version, r.payload, r.provider_safety, r.fingerprint_schema,
+           r.fingerprint_digest, r.retry_policy, r.attempt_plan,
            r.execution_deadline, clock.now, coalesce(r.due_at, clock.now),
            r.source_occurrence_id, clock.now
       FROM req r, guard, clock
@@ -114,7 +114,7 @@ WITH guard AS (
 ), history AS (
     INSERT INTO durable_work_history (scope_id, work_id, event, attempt, actor, detail,
                                       recorded_at)
-    SELECT work.scope_id, work.work_id, 'accepted', NULL, '', r.detail::jsonb,
+    SELECT work.scope_id, work.work_id, 'accepted', NULL, '', r.detail,
            work.accepted_at
       FROM work JOIN req r ON r.work_id = work.work_id
 )
@@ -124,18 +124,15 @@ SELECT guard.ok, work.work_id, work.state, work.accepted_at
 -- name: finish steps -- "finish step" of schedule_queries.sql for the whole batch: the cursor
 -- moves, the Work links the bridge left to write, the dispatch releases (next due time, lease
 -- cleared, revision bumped: also the "finish claim" of a no-op or suspended schedule) and the
--- history rows, each part with its single-schedule guard. A NULL array element skips that part
--- for that schedule. Returns, per part, the schedule ids it matched; the caller compares them
+-- history rows, each part with its single-schedule guard. A null value skips that part for
+-- that schedule. Returns, per part, the schedule ids it matched; the caller compares them
 -- with what it asked for and raises on any difference (rolling the whole batch back).
 WITH steps AS (
-    SELECT * FROM unnest(%(schedule_ids)s::text[], %(revisions)s::bigint[],
-                         %(old_cursors)s::timestamptz[], %(new_cursors)s::timestamptz[],
-                         %(link_ids)s::bigint[], %(work_ids)s::uuid[], %(commands)s::text[],
-                         %(idempotency_keys)s::text[], %(dispatch_revisions)s::bigint[],
-                         %(due_ats)s::timestamptz[], %(generations)s::integer[],
-                         %(events)s::text[], %(details)s::text[])
-           AS s(schedule_id, revision, old_cursor, new_cursor, link_id, work_id, command,
-                idempotency_key, dispatch_revision, due_at, generation, event, detail)
+    SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb)
+           AS s(schedule_id text, revision bigint, old_cursor timestamptz,
+                new_cursor timestamptz, link_id bigint, work_id uuid, command text,
+                idempotency_key text, dispatch_revision bigint, due_at timestamptz,
+                generation integer, event text, detail jsonb)
 ), cursor_moved AS (
     UPDATE durable_schedule_definition d
        SET cursor_utc = s.new_cursor, updated_at = %(now)s::timestamptz
@@ -167,7 +164,7 @@ WITH steps AS (
     INSERT INTO durable_schedule_history (scope_id, schedule_id, generation, event, actor,
             detail, recorded_at)
     SELECT %(scope_id)s::text, s.schedule_id, s.generation, s.event, %(actor)s::text,
-           s.detail::jsonb, %(recorded_at)s::timestamptz
+           s.detail, %(recorded_at)s::timestamptz
       FROM steps s
      WHERE s.event IS NOT NULL
 )
