@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from durable_schedule.barriers import (
@@ -45,8 +45,13 @@ from durable_schedule.barriers import (
 )
 from durable_schedule.errors import SchemaBelowFloor
 from durable_schedule.evaluation.decision import Decision
-from durable_schedule.processor.batch_work import WorkBatch, rows_json, run_batch
-from durable_schedule.processor.bridge import OccurrenceIdentity, bridge, check_runtime
+from durable_schedule.processor.batch_work import (
+    BatchAbandoned,
+    WorkBatch,
+    rows_json,
+    run_batch,
+)
+from durable_schedule.processor.bridge import OccurrenceIdentity, bridge
 from durable_schedule.processor.dispatcher import Claim
 from durable_schedule.processor.evaluate import evaluate_generation
 from durable_schedule.processor.step import (
@@ -63,11 +68,6 @@ from durable_schedule.store.transactions import routed
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 
 log = logging.getLogger("durable_schedule.processor")
-
-
-class BatchAbandoned(Exception):  # noqa: N818 - an internal signal, never leaves the processor
-    """A multi-row write matched other rows than its guards allow: the batch rolls back and
-    the caller runs its schedules one by one, where the failing one reports its own error."""
 
 
 class _Unevaluable(Exception):  # noqa: N818
@@ -233,37 +233,25 @@ class _Batch:
     def _write(self, fast: list[_Item], released: list[_Item]) -> None:
         cur, scope_id, now = self.cur, self.scope_id, self.fences.clock
         bridging = [i for i in fast if i.decision.action in ("nominal", "recovery")]
-        fresh = self._insert_occurrences(bridging) if bridging else {}
         works = WorkBatch(cur, scope_id, now)
         for item in bridging:
             d, dec = item.d, item.decision
-            row = fresh.get(item.schedule_id)
-            item.identity = OccurrenceIdentity(
-                scope_id, d.schedule_id, d.generation, dec.action, dec.first,
-                fresh_id=None if row is None else row[0],
-                fresh_proof=None if row is None else row[1:])
-            if row is None:
+            item.identity = OccurrenceIdentity(scope_id, d.schedule_id, d.generation,
+                                               dec.action, dec.first)
+            works.add(item.schedule_id, item.identity, dec.last, d.target_json)
+        fresh = works.bridge() if works else {}
+        if fresh:
+            barrier(SCHEDULE_WORK_AFTER_ACCEPTANCE)
+        for item in bridging:
+            if item.schedule_id in fresh:
+                occurrence_id, item.bridged = fresh[item.schedule_id]
+                item.identity = replace(item.identity, fresh_id=occurrence_id)
+            else:
                 # The identity existed already: the single step's bridge (lock, compare or
                 # accept), with the link left to the closing statement as there.
-                item.bridged = bridge(cur, item.identity, d.target_json, now, write_link=False)
-            else:
-                check_runtime(*item.identity.fresh_proof, scope_id)
-                works.add(item.schedule_id, item.identity, d.target_json)
-        if works:
-            by_id = {i.schedule_id: i for i in bridging}
-            for schedule_id, bridged in works.accept().items():
-                by_id[schedule_id].bridged = bridged
-            barrier(SCHEDULE_WORK_AFTER_ACCEPTANCE)
+                item.bridged = bridge(cur, item.identity, item.d.target_json, now,
+                                      write_link=False)
         self._finish(fast, released)
-
-    def _insert_occurrences(self, items: list[_Item]) -> dict[str, tuple]:
-        rows = run_batch(self.cur, "insert_occurrences", {
-            "scope_id": self.scope_id, "now": self.fences.clock, "rows": rows_json([
-                {"n": n, "schedule_id": i.schedule_id, "generation": i.d.generation,
-                 "kind": i.decision.action, "first": i.decision.first,
-                 "last": i.decision.last, "state": "pending"}
-                for n, i in enumerate(items)])}).fetchall()
-        return {row[0]: (row[1], row[2], row[3]) for row in rows}
 
     def _finish(self, fast: list[_Item], released: list[_Item]) -> None:
         """The closing statement of every set-based schedule (step._Ctx.finish_step per row,

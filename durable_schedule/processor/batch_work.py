@@ -1,12 +1,17 @@
-"""Work acceptance for a batch: the occurrence Work of many schedules in one statement.
+"""The Work bridge for a batch: new occurrences of many schedules and their Work in one
+statement.
 
-``bridge.bridge()`` accepts one occurrence's Work through ``work.enqueue.accept_in_scope``;
-here the same requests (built by the same ``WorkTarget.to_request`` from the same derived
-identity) are written by one multi-row form of the same statement ("accept works" in
-``store/sql/schedule_batch_queries.sql``, the columns and derived values of ``accept`` in
-``work_queries.sql``). A row that statement did not insert conflicted with a stored Work: it is
-resolved by ``accept_in_scope`` itself, which compares and returns the stored Work or raises
-``IdempotencyConflict`` — the single bridge's answer, row by row.
+``bridge.bridge()`` inserts one occurrence pending, accepts its Work through
+``work.enqueue.accept_in_scope`` and then writes the link. The link is a pure function of the
+occurrence identity (``derive_link``), so here each new occurrence is inserted already linked
+and its Work — the same request, built by the same ``WorkTarget.to_request`` from the same
+derived identity, with the columns and values of ``accept`` in ``work_queries.sql`` — is
+accepted by the same statement ("bridge occurrences" in
+``store/sql/schedule_batch_queries.sql``). Nothing outside the transaction can tell the two
+apart: a pending, unlinked nominal occurrence is never committed either way. A Work key that
+statement could not insert (a stored Work holds it) is resolved by ``accept_in_scope`` itself,
+which compares and returns the stored Work or raises ``IdempotencyConflict`` — the single
+bridge's answer, row by row.
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from durable_schedule.errors import WrongRole
 from durable_schedule.processor.bridge import (
     Bridged,
     OccurrenceIdentity,
@@ -88,30 +92,34 @@ class _Template:
             command_id=derived.command, idempotency_key=derived.idempotency_key,
             work_id=derived.work_id, accepted_base=self.now)
 
-    def row_for(self, n: int, derived: WorkLink, source_occurrence_id: int) -> dict[str, Any]:
+    def row_for(self, n: int, derived: WorkLink) -> dict[str, Any]:
         """The values ``accept_in_scope`` binds for this occurrence's request (work/enqueue.py),
-        as one row of "accept works"."""
+        as one row of "bridge occurrences"; the history detail gets its source occurrence id
+        in the statement, which creates it."""
         return {
             **self.row, "n": n, "work_id": derived.work_id, "command_id": derived.command,
             "idempotency_key": derived.idempotency_key,
-            "source_occurrence_id": source_occurrence_id,
             "detail": {
                 "command_id": derived.command,
                 "idempotency_key": derived.idempotency_key,
                 "work_name": self.work_name,
                 "work_version": self.work_version,
                 "fingerprint_schema": self.fingerprint_schema,
-                "source_occurrence_id": source_occurrence_id,
             },
         }
 
 
+class BatchAbandoned(Exception):  # noqa: N818 - an internal signal, never leaves the processor
+    """A multi-row write matched other rows than its guards allow: the batch rolls back and
+    the caller runs its schedules one by one, where the failing one reports its own error."""
+
+
 class WorkBatch:
-    """The fresh occurrences of a batch whose Work is accepted together."""
+    """The new nominal and recovery occurrences of a batch, bridged to Work together."""
 
     def __init__(self, cur, scope_id: str, now: datetime) -> None:
         self.cur, self.scope_id, self.now = cur, scope_id, now
-        self._pending: list[tuple[str, OccurrenceIdentity, WorkLink, _Template]] = []
+        self._pending: list[tuple[str, OccurrenceIdentity, datetime, WorkLink, _Template]] = []
         # One template per stored target text: the schedules of one target share it, and
         # parsing and validating a target is most of the Python work of an acceptance.
         self._templates: dict[str, _Template] = {}
@@ -119,42 +127,46 @@ class WorkBatch:
     def __bool__(self) -> bool:
         return bool(self._pending)
 
-    def add(self, schedule_id: str, identity: OccurrenceIdentity, target_json: Any) -> None:
-        """Queue the Work of a freshly inserted (pending, unlinked) occurrence."""
-        if identity.fresh_id is None:
-            raise ValueError("only freshly inserted occurrences are accepted in a batch")
+    def add(self, schedule_id: str, identity: OccurrenceIdentity, last: datetime,
+            target_json: Any) -> None:
+        """Queue a new occurrence ``identity`` (range up to ``last``) and its Work."""
         key = json.dumps(target_json, sort_keys=True, separators=(",", ":"))
         template = self._templates.get(key)
         if template is None:
             template = self._templates[key] = _Template(WorkTarget.from_json(target_json),
                                                         self.now)
-        self._pending.append((schedule_id, identity, derive_link(identity), template))
+        self._pending.append((schedule_id, identity, last, derive_link(identity), template))
 
-    def accept(self) -> dict[str, Bridged]:
-        """Accept every queued Work in one statement; ``{schedule_id: Bridged}`` with the link
-        left to the caller's closing statement (``Bridged.link_row``)."""
-        rows = [t.row_for(n, d, i.fresh_id) for n, (_s, i, d, t) in enumerate(self._pending)]
-        got = run_batch(self.cur, "accept_works",
-                        {"scope_id": self.scope_id, "rows": rows_json(rows)}).fetchall()
+    def bridge(self) -> dict[str, tuple[int, Bridged]]:
+        """Insert every queued occurrence linked to its derived Work and accept that Work, in
+        one statement. Returns ``{schedule_id: (occurrence id, Bridged)}`` for the occurrences
+        it inserted; one that existed already is absent (the caller bridges it alone)."""
+        rows = []
+        for n, (schedule_id, identity, last, derived, template) in enumerate(self._pending):
+            rows.append({**template.row_for(n, derived), "schedule_id": schedule_id,
+                         "generation": identity.generation, "kind": identity.kind,
+                         "first": identity.first_nominal_utc, "last": last})
+        got = run_batch(self.cur, "bridge_occurrences", {
+            "scope_id": self.scope_id, "now": self.now, "rows": rows_json(rows)}).fetchall()
         if not got or not got[0][0]:
-            raise WrongRole("accept_in_scope needs a cursor inside a scoped runtime transaction "
-                            "for this scope", scope=self.scope_id)
-        inserted = {_as_uuid(row[1]) for row in got if row[1] is not None}
-        out: dict[str, Bridged] = {}
-        for schedule_id, identity, derived, template in self._pending:
-            if derived.work_id in inserted:
-                out[schedule_id] = Bridged(derived, created=True, link_row=identity.fresh_id)
+            # Not the runtime role in this scope: the single bridge raises the precise error.
+            raise BatchAbandoned("the batch's Work bridge does not run as the runtime in scope")
+        inserted = {row[1]: (int(row[2]), bool(row[3])) for row in got if row[1] is not None}
+        out: dict[str, tuple[int, Bridged]] = {}
+        for schedule_id, identity, _last, derived, template in self._pending:
+            if schedule_id not in inserted:
                 continue
-            # Not inserted: a stored Work holds this identity. The single bridge's answer.
-            accepted = accept_in_scope(self.cur, self.scope_id, template.request(derived),
-                                       source_occurrence_id=identity.fresh_id)
-            link = WorkLink(_as_uuid(accepted.work_id), accepted.command_id,
-                            accepted.idempotency_key)
-            if link != derived:
-                raise conflict(identity, derived, link.as_dict(),
-                               "the Work runtime returned a different Work identity")
-            out[schedule_id] = Bridged(derived, created=bool(accepted.created),
-                                       link_row=identity.fresh_id)
+            occurrence_id, created = inserted[schedule_id]
+            if not created:
+                # A stored Work holds this identity: the single bridge's compare-or-return.
+                accepted = accept_in_scope(self.cur, self.scope_id, template.request(derived),
+                                           source_occurrence_id=occurrence_id)
+                link = WorkLink(_as_uuid(accepted.work_id), accepted.command_id,
+                                accepted.idempotency_key)
+                if link != derived:
+                    raise conflict(identity, derived, link.as_dict(),
+                                   "the Work runtime returned a different Work identity")
+            out[schedule_id] = (occurrence_id, Bridged(derived, created=created))
         return out
 
 

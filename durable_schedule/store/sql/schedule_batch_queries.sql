@@ -60,25 +60,16 @@ SELECT schedule_id, id, generation, first_nominal_utc, last_nominal_utc
  ORDER BY schedule_id
    FOR UPDATE
 
--- name: insert occurrences -- the batch's new occurrence identities; nothing for one that
--- already exists. current_user and the scope setting ride along: the Work bridge's runtime
--- proof for the rows this statement created (as "insert occurrence" does for one).
-INSERT INTO durable_schedule_occurrence (scope_id, schedule_id, generation, kind,
-        first_nominal_utc, last_nominal_utc, state, created_at, updated_at)
-SELECT %(scope_id)s, o.schedule_id, o.generation, o.kind, o.first, o.last, o.state,
-       %(now)s, %(now)s
-  FROM jsonb_to_recordset(%(rows)s::jsonb)
-       AS o(n integer, schedule_id text, generation integer, kind text, first timestamptz,
-            last timestamptz, state text)
- ORDER BY o.n
-ON CONFLICT (scope_id, schedule_id, generation, kind, first_nominal_utc) DO NOTHING
-RETURNING schedule_id, id, current_user,
-          pg_catalog.current_setting('durable_schedule.scope_id', true)
-
--- name: accept works -- "accept" of work_queries.sql for many occurrence Work at once: the
--- Work rows, their dispatch rows and their accepted history rows, each ON CONFLICT DO NOTHING;
--- the first column proves role and scope exactly as "accept" does. A row it did not insert
--- (a conflict) is resolved by the caller through accept_in_scope (compare-or-return).
+-- name: bridge occurrences -- the batch's new nominal and recovery occurrences and their Work
+-- in one statement: each occurrence identity inserted already linked to the Work identity
+-- derived from it (processor/bridge.py: a pure function of the identity, so the link is known
+-- before the Work exists), then "accept" of work_queries.sql for those rows: the Work, its
+-- dispatch row and its accepted history row. The guard is "accept"'s proof of role and scope
+-- (the single step's runtime proof, DESIGN §4.7) and gates both inserts. An identity that
+-- already exists inserts nothing here (the caller bridges it as the single step does, compare
+-- or return); a Work key that already exists is resolved by the caller through
+-- accept_in_scope (compare-or-return). The Work's foreign key to its source occurrence is
+-- checked at the end of the statement, when both rows exist.
 WITH guard AS (
     SELECT current_user = 'durable_runtime'
            AND NULLIF(pg_catalog.current_setting('durable_schedule.scope_id', true), '')
@@ -87,11 +78,23 @@ WITH guard AS (
     SELECT durable_schedule_clock('clock') AS now
 ), req AS (
     SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb)
-           AS r(n integer, work_id uuid, command_id text, idempotency_key text, work_name text,
-                work_version text, payload jsonb, provider_safety text, fingerprint_schema text,
-                fingerprint_digest text, retry_policy jsonb, attempt_plan jsonb,
-                execution_deadline timestamptz, due_at timestamptz, source_occurrence_id bigint,
+           AS r(n integer, schedule_id text, generation integer, kind text, first timestamptz,
+                last timestamptz, work_id uuid, command_id text, idempotency_key text,
+                work_name text, work_version text, payload jsonb, provider_safety text,
+                fingerprint_schema text, fingerprint_digest text, retry_policy jsonb,
+                attempt_plan jsonb, execution_deadline timestamptz, due_at timestamptz,
                 detail jsonb)
+), occ AS (
+    INSERT INTO durable_schedule_occurrence (scope_id, schedule_id, generation, kind,
+            first_nominal_utc, last_nominal_utc, state, work_id, work_command,
+            work_idempotency_key, created_at, updated_at)
+    SELECT %(scope_id)s, r.schedule_id, r.generation, r.kind, r.first, r.last, 'materialized',
+           r.work_id, r.command_id, r.idempotency_key, %(now)s, %(now)s
+      FROM req r, guard
+     WHERE guard.ok
+     ORDER BY r.n
+    ON CONFLICT (scope_id, schedule_id, generation, kind, first_nominal_utc) DO NOTHING
+    RETURNING id, schedule_id
 ), work AS (
     INSERT INTO durable_work (scope_id, work_id, command_id, idempotency_key, work_name,
                               work_version, payload, provider_safety, fingerprint_schema,
@@ -100,13 +103,11 @@ WITH guard AS (
     SELECT %(scope_id)s, r.work_id, r.command_id, r.idempotency_key, r.work_name,
            r.work_version, r.payload, r.provider_safety, r.fingerprint_schema,
            r.fingerprint_digest, r.retry_policy, r.attempt_plan,
-           r.execution_deadline, clock.now, coalesce(r.due_at, clock.now),
-           r.source_occurrence_id, clock.now
-      FROM req r, guard, clock
-     WHERE guard.ok
+           r.execution_deadline, clock.now, coalesce(r.due_at, clock.now), occ.id, clock.now
+      FROM occ JOIN req r ON r.schedule_id = occ.schedule_id, clock
      ORDER BY r.n
     ON CONFLICT DO NOTHING
-    RETURNING id, scope_id, work_id, due_at, accepted_at, state
+    RETURNING id, scope_id, work_id, due_at, accepted_at, state, source_occurrence_id
 ), dispatch AS (
     INSERT INTO durable_work_dispatch (scope_routing_id, work_ref, due_at)
     SELECT s.routing_id, work.id, work.due_at
@@ -114,15 +115,18 @@ WITH guard AS (
 ), history AS (
     INSERT INTO durable_work_history (scope_id, work_id, event, attempt, actor, detail,
                                       recorded_at)
-    SELECT work.scope_id, work.work_id, 'accepted', NULL, '', r.detail,
+    SELECT work.scope_id, work.work_id, 'accepted', NULL, '',
+           r.detail || jsonb_build_object('source_occurrence_id', work.source_occurrence_id),
            work.accepted_at
       FROM work JOIN req r ON r.work_id = work.work_id
 )
-SELECT guard.ok, work.work_id, work.state, work.accepted_at
-  FROM guard LEFT JOIN work ON true
+SELECT guard.ok, occ.schedule_id, occ.id, work.work_id IS NOT NULL
+  FROM guard
+  LEFT JOIN occ ON true
+  LEFT JOIN work ON work.source_occurrence_id = occ.id
 
 -- name: finish steps -- "finish step" of schedule_queries.sql for the whole batch: the cursor
--- moves, the Work links the bridge left to write, the dispatch releases (next due time, lease
+-- moves, the Work links the single bridge left to write (an occurrence that existed already), the dispatch releases (next due time, lease
 -- cleared, revision bumped: also the "finish claim" of a no-op or suspended schedule) and the
 -- history rows, each part with its single-schedule guard. A null value skips that part for
 -- that schedule. Returns, per part, the schedule ids it matched; the caller compares them
