@@ -1,5 +1,5 @@
 """The batched pass: the claimed schedules of one scope in one scoped runtime transaction
-(docs/architecture.md "One batched pass"; PERFORMANCE: many rows per statement).
+(docs/architecture.md "One batched pass"; docs/benchmarks.md "Bottlenecks").
 
 The single-schedule step (``step.py``) spends about nine statements and a commit on every
 schedule. Here the claimed schedules of one scope share one ``routed`` transaction and each

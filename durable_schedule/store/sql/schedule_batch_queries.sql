@@ -65,7 +65,7 @@ SELECT schedule_id, id, generation, first_nominal_utc, last_nominal_utc
 -- derived from it (processor/bridge.py: a pure function of the identity, so the link is known
 -- before the Work exists), then "accept" of work_queries.sql for those rows: the Work, its
 -- dispatch row and its accepted history row. The guard is "accept"'s proof of role and scope
--- (the single step's runtime proof, DESIGN §4.7) and gates both inserts. An identity that
+-- (the single step's runtime proof) and gates both inserts. An identity that
 -- already exists inserts nothing here (the caller bridges it as the single step does, compare
 -- or return); a Work key that already exists is resolved by the caller through
 -- accept_in_scope (compare-or-return). The Work's foreign key to its source occurrence is
