@@ -204,9 +204,10 @@ class _Pass:
                     raise
                 # The batch rolled back whole: every schedule of it is processed alone, so the
                 # one that failed fails alone and the others make their progress.
-                log.info("batch of %d schedules rolled back (%s: %s); processing them one by "
-                         "one", len(group), type(exc).__name__, str(exc).splitlines()[0][:200],
-                         extra={"routing_id": group[0].routing_id, "batch": len(group)})
+                log.warning("batch of %d schedules rolled back (%s: %s); processing them one by "
+                            "one", len(group), type(exc).__name__,
+                            (str(exc).splitlines() or [""])[0][:200],
+                            extra={"routing_id": group[0].routing_id, "batch": len(group)})
                 for one in group:
                     self._alone(one, done)
                 continue
