@@ -1,4 +1,5 @@
-"""Settings of durable_schedule: one function per setting, one documented default each (STYLE 8).
+"""Settings of durable_schedule: one function per setting, one documented default each
+(docs/protocol/conventions.md rule C8).
 
 All live under ``settings.DURABLE_SCHEDULE`` (a dict). ``validate()`` runs as a system check.
 """
@@ -13,9 +14,11 @@ from django.conf import settings
 DEFAULTS: dict[str, Any] = {
     # The Django database alias whose connection holds the store.
     "DATABASE": "default",
-    # Lease a schedule dispatcher or Work worker takes per claim (<= 10 minutes, DESIGN §3).
+    # Lease a schedule dispatcher or Work worker takes per claim (<= 10 minutes,
+    # docs/protocol/storage.md).
     "LEASE_SECONDS": 30,
-    # How late the earliest missed instant may be before a schedule is suspended (DESIGN §4.3).
+    # How late the earliest missed instant may be before a schedule is suspended
+    # (docs/protocol/schedules.md rule S3).
     "SAFETY_WINDOW": timedelta(hours=1),
     # Longest sleep of an idle --loop runner between database polls (NOTIFY wakes it sooner).
     "MAX_IDLE_SECONDS": 5.0,
@@ -34,6 +37,22 @@ DEFAULTS: dict[str, Any] = {
     # (docs/operations.md "Batched schedule passes"); 1 turns batching off (one transaction
     # per schedule). At most 1000, the claim's own bound.
     "SCHEDULE_BATCH": 100,
+    # Health (docs/operations.md "Health: heartbeats and thresholds"). A --loop runner writes
+    # its heartbeat every HEARTBEAT_SECONDS; one silent for RUNNER_DEAD_SECONDS is dead.
+    "HEARTBEAT_SECONDS": 10.0,
+    "RUNNER_DEAD_SECONDS": 60.0,
+    # durable_status flags a queue whose oldest due row is this late, or this many rows due.
+    "LATENESS_ALERT_SECONDS": 300.0,
+    "BACKLOG_ALERT": 10_000,
+    # A --loop runner serves its process metrics (counters, histograms) on this TCP port when
+    # set (prometheus-client's exposition server; docs/operations.md "Metrics").
+    "METRICS_PORT": None,
+    # Bearer token the metrics view accepts (besides a staff login); None: staff only.
+    "METRICS_TOKEN": None,
+    # The scope every public call uses when it is given none (docs/getting-started.md "One scope
+    # for a single-tenant project"). None (the default) makes the scope a required argument, as
+    # a multi-tenant project wants: a forgotten scope is an error (DS410), never a guess.
+    "DEFAULT_SCOPE": None,
 }
 
 
@@ -65,6 +84,36 @@ def schedule_batch() -> int:
     return int(_get("SCHEDULE_BATCH"))
 
 
+def heartbeat_seconds() -> float:
+    return float(_get("HEARTBEAT_SECONDS"))
+
+
+def runner_dead_seconds() -> float:
+    return float(_get("RUNNER_DEAD_SECONDS"))
+
+
+def lateness_alert_seconds() -> float:
+    return float(_get("LATENESS_ALERT_SECONDS"))
+
+
+def backlog_alert() -> int:
+    return int(_get("BACKLOG_ALERT"))
+
+
+def metrics_port() -> int | None:
+    value = _get("METRICS_PORT")
+    return None if value is None else int(value)
+
+
+def metrics_token() -> str | None:
+    value = _get("METRICS_TOKEN")
+    return None if value is None else str(value)
+
+
+def default_scope() -> str | None:
+    return _get("DEFAULT_SCOPE")
+
+
 def admin_scopes():
     """The ADMIN_SCOPES callable, imported when given as a dotted path."""
     value = _get("ADMIN_SCOPES")
@@ -92,8 +141,10 @@ def validate() -> None:
     batch = _get("SCHEDULE_BATCH")
     if type(batch) is not int or not 1 <= batch <= 1000:
         raise ValueError("DURABLE_SCHEDULE['SCHEDULE_BATCH'] must be an integer from 1 to 1000")
+    _validate_default_scope(default_scope())
     if max_idle_seconds() <= 0:
         raise ValueError("DURABLE_SCHEDULE['MAX_IDLE_SECONDS'] must be positive")
+    _validate_health()
     try:
         scopes = admin_scopes()
     except ImportError as exc:
@@ -101,3 +152,39 @@ def validate() -> None:
     if not callable(scopes):
         raise ValueError("DURABLE_SCHEDULE['ADMIN_SCOPES'] must be a callable user -> scopes "
                          "or its dotted path")
+
+
+def _positive_number(name: str) -> None:
+    value = _get(name)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"DURABLE_SCHEDULE['{name}'] must be a positive number")
+
+
+def _validate_health() -> None:
+    for name in ("HEARTBEAT_SECONDS", "RUNNER_DEAD_SECONDS", "LATENESS_ALERT_SECONDS",
+                 "BACKLOG_ALERT"):
+        _positive_number(name)
+    if runner_dead_seconds() <= heartbeat_seconds():
+        raise ValueError("DURABLE_SCHEDULE['RUNNER_DEAD_SECONDS'] must exceed HEARTBEAT_SECONDS "
+                         "(a live runner would look dead between two beats)")
+    token = _get("METRICS_TOKEN")
+    if token is not None and (not isinstance(token, str) or len(token) < 16):
+        raise ValueError("DURABLE_SCHEDULE['METRICS_TOKEN'] must be None or a string of at "
+                         "least 16 characters")
+    port = _get("METRICS_PORT")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int)
+                             or not 0 < port < 65536):
+        raise ValueError("DURABLE_SCHEDULE['METRICS_PORT'] must be None or a TCP port 1-65535")
+
+
+def _validate_default_scope(value: object) -> None:
+    if value is None:
+        return
+    from durable_schedule.errors import InvalidDefaultScope, InvalidScope
+    from durable_schedule.store.transactions import validate_scope_id
+
+    try:
+        validate_scope_id(value)
+    except InvalidScope as exc:
+        raise InvalidDefaultScope(f"DURABLE_SCHEDULE['DEFAULT_SCOPE']={value!r} is not a valid "
+                                  f"scope id: {exc.message}") from None

@@ -1,5 +1,6 @@
-"""``process_due()``: one bounded pass over due schedules (spec 000 "Manual processing API";
-DESIGN §4.8). This is the River-style ``run_once``; the ``--loop`` runner wraps it.
+"""``process_due()``: one bounded pass over due schedules (docs/protocol/schedules.md "Manual
+processing API"; docs/protocol/schedules.md rule S8). This is the River-style ``run_once``; the
+``--loop`` runner wraps it.
 
 The pass alternates two transaction forms and never mixes them: a dispatcher claim (its own
 committed transaction as ``durable_dispatcher``, up to ``min(remaining, claim_batch)`` rows
@@ -32,6 +33,7 @@ from django.db import DataError, IntegrityError
 
 from durable_schedule import conf
 from durable_schedule.errors import DurableError, InvalidArgument
+from durable_schedule.observability.metrics import instrumented_pass
 from durable_schedule.processor.batch import process_batch
 from durable_schedule.processor.dispatcher import MAX_ROWS, Claim, claim, validate_lease
 from durable_schedule.processor.step import (
@@ -117,6 +119,7 @@ def _cancelled(cancel: Any) -> Callable[[], bool]:
     raise InvalidArgument("cancel must be a threading.Event, a callable or None", field="cancel")
 
 
+@instrumented_pass("schedule")  # metrics + span (docs/operations.md "Metrics")
 def process_due(
     max_schedules: int = 1,
     lease_owner: str | None = None,
@@ -225,7 +228,8 @@ class _Pass:
             except DurableError as exc:
                 if not is_quarantinable(exc):
                     raise
-                # A row this code cannot evaluate is quarantined; the pass goes on (spec 002).
+                # A row this code cannot evaluate is quarantined; the pass goes on
+                # (docs/protocol/runner.md).
                 outcome = quarantine_claim(one, self.owner, exc, using=self.using)
         except _OWN_ERRORS as exc:
             if is_transient(exc):

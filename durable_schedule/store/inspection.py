@@ -1,8 +1,8 @@
 """Reads the store's own health: schema version against the floor, roles, exact grants.
 
 Used by the system checks, by the runtime's start-up guard and by ``durable_status``. The
-expected grants below are the contract of migration 0002 (DESIGN §3) written as data, so a
-drifted database (a grant revoked or added by hand) is reported, not trusted.
+expected grants below are the contract of migration 0002 (docs/protocol/storage.md) written as data,
+so a drifted database (a grant revoked or added by hand) is reported, not trusted.
 """
 
 from __future__ import annotations
@@ -42,6 +42,11 @@ RUNTIME_GRANTS: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = 
         "outcome", "resolved_at", "resolved_by", "resolution_source")}),
     "durable_work_quarantine": (("SELECT", "INSERT"), {}),
     "durable_work_history": (("SELECT", "INSERT"), {}),
+    # Runner heartbeats: no table privilege at all, writes go through durable_runner_beat().
+    "durable_runner_heartbeat": ((), {}),
+    # The retention mark and the routing registry are the owner's operations' alone.
+    "durable_work_retention_mark": ((), {}),
+    "durable_schedule_routing": ((), {}),
 }
 
 #: Columns of the schedule dispatch table the dispatcher may read; nothing else anywhere.
@@ -50,7 +55,9 @@ DISPATCHER_COLUMNS = ("dispatch_id", "scope_routing_id", "schedule_id", "lease_o
 DISPATCHER_FUNCTIONS = ("claim_schedule_dispatch(text, interval, integer)",)
 RUNTIME_FUNCTIONS = ("claim_work_dispatch(text, interval, integer)", "durable_schedule_clock(text)",
                      "durable_schedule_enter_scope(text)",
-                     "durable_schedule_leave_scope(text, text, text)")
+                     "durable_schedule_leave_scope(text, text, text)",
+                     "durable_runner_beat(uuid, text, text, text, integer, text, double precision,"
+                     " bigint, jsonb, boolean)")
 
 
 def _q(name: str) -> str:
@@ -69,7 +76,8 @@ class SchemaReport:
     @property
     def below_floor(self) -> bool:
         """The database is older than this code needs, or this code is older than the floor the
-        database demands of its readers and writers (spec 001 "Schema and release migration")."""
+        database demands of its readers and writers (docs/protocol/work.md "Schema and release
+        migration")."""
         return self.migrated and (
             (self.schema_version or 0) < self.required
             or (self.compatibility_floor or 0) > SCHEMA_VERSION
@@ -154,7 +162,7 @@ def grant_problems(cur) -> list[str]:
 
 
 def grant_recipe() -> str:
-    """The SQL a DBA runs to create the roles and grants by hand (DESIGN §3)."""
+    """The SQL a DBA runs to create the roles and grants by hand (docs/protocol/storage.md)."""
     lines = [
         f"CREATE ROLE {RUNTIME_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS;",
         f"CREATE ROLE {DISPATCHER_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS;",
@@ -163,6 +171,8 @@ def grant_recipe() -> str:
     ]
     for table, (whole, by_column) in RUNTIME_GRANTS.items():
         parts = list(whole) + [f"{p} ({', '.join(c)})" for p, c in by_column.items()]
+        if not parts:
+            continue  # e.g. the heartbeat table: the runtime writes it through a function
         lines.append(f"GRANT {', '.join(parts)} ON {table} TO {RUNTIME_ROLE};")
     lines.append(
         f"GRANT SELECT ({', '.join(DISPATCHER_COLUMNS)}) ON durable_schedule_dispatch "

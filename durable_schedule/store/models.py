@@ -1,4 +1,4 @@
-"""Django models for every table of the store (DESIGN §3).
+"""Django models for every table of the store (docs/protocol/storage.md).
 
 The DDL lives in the versioned ``store/sql/*.sql`` files run by the migrations, because the
 contract needs what the ORM cannot express (composite keys led by ``scope_id``, row-level
@@ -12,11 +12,11 @@ from __future__ import annotations
 import pgtrigger
 from django.db import models
 
-#: The append-only trigger (DESIGN §3: "a trigger refuses UPDATE and DELETE"). django-pgtrigger
-#: installs triggers through migrations only for managed models, so the two append-only tables
-#: whose rows are written by the runtime (generations, Work history) are the managed ones; the
-#: partitioned schedule history gets the same protection in SQL (0002), since Django cannot
-#: create a partitioned table.
+#: The append-only trigger (docs/protocol/storage.md: "a trigger refuses UPDATE and DELETE").
+#: django-pgtrigger installs triggers through migrations only for managed models, so the two
+#: append-only tables whose rows are written by the runtime (generations, Work history) are the
+#: managed ones; the partitioned schedule history gets the same protection in SQL (0002), since
+#: Django cannot create a partitioned table.
 APPEND_ONLY = pgtrigger.Protect(
     name="append_only", operation=pgtrigger.Update | pgtrigger.Delete
 )
@@ -274,3 +274,26 @@ class WorkHistory(models.Model):
         default_permissions = ("view",)
         triggers = [APPEND_ONLY]
 
+
+
+class RunnerHeartbeat(models.Model):
+    """One runner process's heartbeat (docs/operations.md "Health"): not tenant data, no RLS;
+    written only through ``durable_runner_beat()``. Its admin page is the health dashboard."""
+
+    runner_id = models.UUIDField(primary_key=True)
+    kind = models.TextField()
+    lease_owner = models.TextField()
+    host = models.TextField()
+    pid = models.IntegerField()
+    version = models.TextField()
+    started_at = models.DateTimeField()
+    beat_at = models.DateTimeField()
+    last_pass_at = models.DateTimeField(null=True)
+    passes = models.BigIntegerField()
+    last_counts = models.JSONField()
+    stopped_at = models.DateTimeField(null=True)
+
+    class Meta(_Unmanaged):
+        db_table = "durable_runner_heartbeat"
+        verbose_name = "runner"
+        verbose_name_plural = "runners and health"

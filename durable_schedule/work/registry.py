@@ -3,9 +3,9 @@
 A definition names one immutable Work version: its provider safety, its default execution policy
 (``None`` keeps the legacy completion-relative behaviour and the v1 fingerprint), its codec, the
 executor that performs the effect and, for ``reconcile_before_retry`` Work, the reconciler that
-establishes whether an earlier admitted attempt took effect. Spec 001: "Give changed semantics a
-new Work version and retain the registration needed to interpret historical Work" -- a worker
-that meets Work whose (name, version) is not registered in its process does not guess: it
+establishes whether an earlier admitted attempt took effect. docs/protocol/work.md: "Give changed
+semantics a new Work version and retain the registration needed to interpret historical Work" -- a
+worker that meets Work whose (name, version) is not registered in its process does not guess: it
 suspends the Work with reason ``unknown_definition`` and keeps it (docs/work.md).
 
 Definitions live in a module every process imports; ``process_work`` imports the ``work`` module
@@ -91,7 +91,7 @@ class WorkDefinition:
             work_id=work_id,
         )
 
-    def enqueue(self, *, scope: str, command: str, idempotency_key: str, payload: Any,
+    def enqueue(self, *, scope: str | None = None, command: str, idempotency_key: str, payload: Any,
                 deadline: datetime | None = None, due_at: datetime | None = None,
                 work_id: uuid.UUID | None = None, using: str | None = None) -> AcceptedWork:
         """Accept Work inside the caller's ``transaction.atomic()`` (see work.enqueue)."""
@@ -137,8 +137,34 @@ def define(name: str, version: str, *, safety: ProviderSafety | str,
     return definition
 
 
+#: Fallbacks for names this process has not registered yet: ``fn(name, version)`` returns a
+#: definition it registered, or None. The tasks backend adds one that imports a task by its
+#: module path (durable_schedule/tasks/definitions.py), so a worker need not import every task
+#: module up front.
+_RESOLVERS: list[Callable[[str, str], WorkDefinition | None]] = []
+
+
+def add_resolver(fn: Callable[[str, str], WorkDefinition | None]) -> None:
+    """Consult ``fn`` for (name, version) pairs that are not registered (once per fn)."""
+    with _LOCK:
+        if fn not in _RESOLVERS:
+            _RESOLVERS.append(fn)
+
+
 def lookup(name: str, version: str) -> WorkDefinition | None:
-    """The definition registered in this process, or None."""
+    """The definition registered in this process (or by a resolver), or None."""
+    found = _REGISTRY.get((name, version))
+    if found is not None:
+        return found
+    for resolve in tuple(_RESOLVERS):
+        found = resolve(name, version)
+        if found is not None:
+            return found
+    return None
+
+
+def registered_definition(name: str, version: str) -> WorkDefinition | None:
+    """The definition registered in this process, without consulting resolvers."""
     return _REGISTRY.get((name, version))
 
 
