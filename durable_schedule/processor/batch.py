@@ -53,7 +53,7 @@ from durable_schedule.processor.batch_work import (
 )
 from durable_schedule.processor.bridge import OccurrenceIdentity, bridge
 from durable_schedule.processor.dispatcher import Claim
-from durable_schedule.processor.evaluate import evaluate_generation
+from durable_schedule.processor.evaluate import evaluate_generation, generation_fence
 from durable_schedule.processor.step import (
     ScheduleOutcome,
     _detail,
@@ -168,10 +168,12 @@ class _Batch:
             else:
                 try:
                     item.spec = d.spec()
+                    fenced = generation_fence(item.spec, d.cursor_utc)
                 except Exception:  # noqa: BLE001 - evaluated alone, where it is quarantined
                     self.result.deferred.append(c)
                     continue
-                active.append(item)
+                # A fenced generation (cron time-zone rules changed): the step suspends it.
+                (active if fenced is None else rare).append(item)
         self._lock_slots(active)
         fast: list[_Item] = []
         for item in active:
