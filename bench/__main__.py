@@ -248,10 +248,24 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated subset of {','.join(SCENARIOS + EXPERIMENTS)}")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results",
                         help="folder for latest.json / latest.md / latest.png")
+    parser.add_argument("--sched-configs", default=None, metavar="PxN[,PxN...]",
+                        help="schedule scenario configurations: processes x max_schedules "
+                             "(e.g. 1x100,2x100)")
+    parser.add_argument("--schedule-batch", type=int, default=None, metavar="N",
+                        help="DURABLE_SCHEDULE['SCHEDULE_BATCH'] in ours (1: one transaction "
+                             "per schedule; default: the runtime's)")
     args = parser.parse_args(argv)
     cfg = QUICK if args.quick else FULL
     if args.rounds is not None:
         cfg.rounds = max(1, args.rounds)
+    if args.sched_configs:
+        try:
+            cfg.sched_configs = tuple(tuple(int(x) for x in part.split("x"))
+                                      for part in args.sched_configs.split(","))
+        except ValueError:
+            parser.error("--sched-configs takes PxN pairs, e.g. 1x100,2x100")
+    if args.schedule_batch is not None:
+        os.environ["BENCH_SCHEDULE_BATCH"] = str(args.schedule_batch)  # read by the children
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     unknown = only - set(SCENARIOS + EXPERIMENTS)
     if unknown:
