@@ -1,4 +1,5 @@
-"""The acceptance statement: 1..n enqueue requests in one round trip (docs/work.md "Accepting Work").
+"""The acceptance statement: 1..n enqueue requests in one round trip (docs/work.md, "Accepting").
+
 
 Every new Work is written by one SQL function, ``durable_schedule_accept_work`` (store/sql/
 0006_acceptance.sql), called once per ``enqueue`` or ``enqueue_many``: it enters the runtime
@@ -149,15 +150,35 @@ class Sent:
         return out
 
 
-def send(cur, scope_id: str, requests: Sequence, source_ids: Sequence | None = None, *,
-         enter: bool) -> Sent:
-    """Run the acceptance statement on ``cur`` (see the module docstring).
+@dataclass
+class Prepared:
+    """Validated, de-duplicated requests and the statement's parameter, ready to send. Built
+    before any cursor is opened, so a refusal here touches no transaction."""
 
-    ``enter=True``: the statement enters role and scope itself (``enqueue``); ``enter=False``:
-    ``cur`` must already be inside a scoped runtime transaction for ``scope_id`` (the bridge),
-    else the results raise WrongRole (DS302). With several items a refusal of one means none
-    of them was written.
-    """
+    scope_id: str
+    requests: list
+    items: list
+    slot: list[int]
+    parameter: str
+
+    def send(self, cur, *, enter: bool) -> Sent:
+        """Run the acceptance statement on ``cur`` (see the module docstring).
+
+        ``enter=True``: the statement enters role and scope itself (``enqueue``);
+        ``enter=False``: ``cur`` must already be inside a scoped runtime transaction for the
+        scope (the bridge), else the results raise WrongRole (DS302).
+        """
+        try:
+            cur.execute(query(_QUERIES, "accept"), [self.scope_id, self.parameter, enter])
+        except DatabaseError as exc:
+            if "DS302" in str(exc):
+                raise WrongRole(str(exc).split("\n")[0], scope=self.scope_id) from exc
+            raise
+        return Sent(self.scope_id, self.requests, self.items, self.slot, cur.fetchall())
+
+
+def prepare(scope_id: str, requests: Sequence, source_ids: Sequence | None = None) -> Prepared:
+    """Check the requests of one call against each other and encode them (no database)."""
     requests = list(requests)
     if not requests:
         raise InvalidArgument("enqueue_many needs at least one request")
@@ -168,15 +189,9 @@ def send(cur, scope_id: str, requests: Sequence, source_ids: Sequence | None = N
     for value in source_ids:
         _source_id(value)
     items, slot = _unique(scope_id, requests, source_ids)
-    payload = json.dumps([_item(i, r, s) for i, (r, s) in enumerate(items)],
-                         ensure_ascii=False, separators=(",", ":"))
-    try:
-        cur.execute(query(_QUERIES, "accept"), [scope_id, payload, enter])
-    except DatabaseError as exc:
-        if "DS302" in str(exc):
-            raise WrongRole(str(exc).split("\n")[0], scope=scope_id) from exc
-        raise
-    return Sent(scope_id, requests, items, slot, cur.fetchall())
+    parameter = json.dumps([_item(i, r, s) for i, (r, s) in enumerate(items)],
+                           ensure_ascii=False, separators=(",", ":"))
+    return Prepared(scope_id, requests, items, slot, parameter)
 
 
 def _refusal(scope_id: str, request, row, total: int, refused: list[tuple[int, str]]):

@@ -168,8 +168,8 @@ def accept_in_scope(
     inside a scoped runtime transaction for ``scope_id``. See the module docstring."""
     if not isinstance(request, WorkRequest):
         raise InvalidArgument("request must be a WorkRequest", got=type(request).__name__)
-    return acceptance.send(cur, scope_id, [request], [source_occurrence_id],
-                           enter=False).results()[0]
+    prepared = acceptance.prepare(scope_id, [request], [source_occurrence_id])
+    return prepared.send(cur, enter=False).results()[0]
 
 
 def enqueue(scope: str, request: WorkRequest, *, using: str | None = None) -> AcceptedWork:
@@ -177,8 +177,9 @@ def enqueue(scope: str, request: WorkRequest, *, using: str | None = None) -> Ac
     if not isinstance(request, WorkRequest):
         raise InvalidArgument("request must be a WorkRequest", got=type(request).__name__)
     validate_scope_id(scope)
+    prepared = acceptance.prepare(scope, [request])
     with statement_cursor(using=using) as cur:
-        sent = acceptance.send(cur, scope, [request], enter=True)
+        sent = prepared.send(cur, enter=True)
     return sent.results()[0]
 
 
@@ -187,7 +188,7 @@ def enqueue_many(scope: str, requests: Iterable[WorkRequest], *,
     """Accept up to 1,000 requests in ``scope`` in one statement; one result per request, in
     order. All or nothing: a refused item (DS207, DS233) raises and nothing is written."""
     validate_scope_id(scope)
-    batch = _requests(requests)
+    prepared = acceptance.prepare(scope, _requests(requests))
     with statement_cursor(using=using) as cur:
-        sent = acceptance.send(cur, scope, batch, enter=True)
+        sent = prepared.send(cur, enter=True)
     return sent.results()
