@@ -31,6 +31,7 @@ statement: insertion time, not request creation or commit (spec 001), and it is 
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Iterable
@@ -104,7 +105,11 @@ class WorkRequest:
         identifier(self.work_name, "work_name")
         identifier(self.work_version, "work_version")
         set_ = object.__setattr__
-        set_(self, "payload", codec.json_value(self.payload, "payload"))
+        # One canonical encoding per request: the stored copy is decoded from it and the
+        # fingerprint hashes its bytes (not a field: equality and repr stay as they were).
+        text = codec.canonical_json(self.payload, "payload")
+        set_(self, "payload", json.loads(text))
+        self.__dict__["_payload_bytes"] = text.encode("utf-8")
         set_(self, "provider_safety", provider_safety(self.provider_safety).value)
         if self.policy is not None and not isinstance(self.policy, ExecutionPolicy):
             raise InvalidArgument("policy must be an ExecutionPolicy or None",
@@ -128,7 +133,7 @@ class WorkRequest:
         return fingerprint(
             work_name=self.work_name,
             work_version=self.work_version,
-            payload_bytes=codec.canonical_bytes(self.payload),
+            payload_bytes=self.__dict__["_payload_bytes"],
             provider_safety=self.provider_safety,
             policy=self.policy,
             deadline=self.deadline,

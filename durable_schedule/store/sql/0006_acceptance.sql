@@ -17,13 +17,16 @@ ALTER TABLE durable_work ADD COLUMN accepted_due_at timestamptz;
 -- row was changed after acceptance ('tampered', DS233). jsonb equality is PostgreSQL's own
 -- (numbers compare by value), so a legitimate duplicate is never refused for a number spelling.
 CREATE FUNCTION durable_schedule_accept_rows(p_scope text, p_items jsonb)
-RETURNS jsonb
+RETURNS TABLE (item integer, status text, work_id uuid, state text, accepted_at timestamptz,
+               facts text[])
 LANGUAGE plpgsql VOLATILE
 AS $fn$
+#variable_conflict use_column
 DECLARE
-    created jsonb;
-    compared jsonb;
-    n_created integer;
+    c_item integer[];
+    c_id uuid[];
+    c_state text[];
+    c_at timestamptz[];
 BEGIN
     WITH req AS (
         SELECT * FROM jsonb_to_recordset(p_items) AS r(
@@ -67,19 +70,22 @@ BEGIN
                work.accepted_at
           FROM work
     )
-    SELECT coalesce(jsonb_agg(jsonb_build_object(
-               'item', req.item, 'status', 'created', 'work_id', work.work_id,
-               'state', work.state, 'accepted_at', work.accepted_at)), '[]'::jsonb),
-           count(*)
-      INTO created, n_created
+    SELECT array_agg(req.item), array_agg(work.work_id), array_agg(work.state),
+           array_agg(work.accepted_at)
+      INTO c_item, c_id, c_state, c_at
       FROM work JOIN req ON req.work_id = work.work_id;
 
-    IF n_created = jsonb_array_length(p_items) THEN
-        RETURN created;
+    RETURN QUERY SELECT u.item, 'created'::text, u.work_id, u.state, u.accepted_at,
+                        NULL::text[]
+                   FROM unnest(c_item, c_id, c_state, c_at) AS u(item, work_id, state,
+                                                                 accepted_at);
+    IF coalesce(cardinality(c_item), 0) = jsonb_array_length(p_items) THEN
+        RETURN;
     END IF;
 
     -- A new statement: it sees the rows a concurrent transaction committed while the INSERT
     -- waited on them (READ COMMITTED; under REPEATABLE READ the INSERT raised 40001 instead).
+    RETURN QUERY
     WITH req AS (
         SELECT * FROM jsonb_to_recordset(p_items) AS r(
             item integer, work_id uuid, explicit boolean, command_id text,
@@ -88,19 +94,16 @@ BEGIN
             retry_policy jsonb, attempt_plan jsonb, execution_deadline timestamptz,
             due_at timestamptz, source_occurrence_id bigint)
     )
-    SELECT coalesce(jsonb_agg(jsonb_build_object(
-               'item', req.item,
-               'status', CASE
-                   WHEN w.id IS NULL THEN 'work_id_taken'
-                   WHEN (w.fingerprint_schema, w.fingerprint_digest)
-                        IS DISTINCT FROM (req.fingerprint_schema, req.fingerprint_digest)
-                       THEN 'conflict'
-                   WHEN cardinality(d.facts) > 0 THEN 'tampered'
-                   WHEN req.explicit AND w.work_id <> req.work_id THEN 'other_work_id'
-                   ELSE 'duplicate' END,
-               'work_id', coalesce(w.work_id, req.work_id), 'state', w.state,
-               'accepted_at', w.accepted_at, 'facts', to_jsonb(d.facts))), '[]'::jsonb)
-      INTO compared
+    SELECT req.item,
+           CASE
+               WHEN w.id IS NULL THEN 'work_id_taken'
+               WHEN (w.fingerprint_schema, w.fingerprint_digest)
+                    IS DISTINCT FROM (req.fingerprint_schema, req.fingerprint_digest)
+                   THEN 'conflict'
+               WHEN cardinality(d.facts) > 0 THEN 'tampered'
+               WHEN req.explicit AND w.work_id <> req.work_id THEN 'other_work_id'
+               ELSE 'duplicate' END,
+           coalesce(w.work_id, req.work_id), w.state, w.accepted_at, d.facts
       FROM req
       LEFT JOIN durable_work w
         ON w.scope_id = p_scope AND w.command_id = req.command_id
@@ -118,10 +121,8 @@ BEGIN
            -- not requested: the due time fixed at acceptance is the acceptance instant
            CASE WHEN w.accepted_due_at IS DISTINCT FROM coalesce(req.due_at, w.accepted_at)
                      AND w.accepted_due_at IS NOT NULL THEN 'due_at' END
-       ], NULL) AS facts) d
-     WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(created) c
-                        WHERE (c->>'item')::integer = req.item);
-    RETURN created || compared;
+       ]::text[], NULL) AS facts) d
+     WHERE req.item <> ALL (coalesce(c_item, '{}'));
 END
 $fn$;
 
@@ -140,10 +141,16 @@ RETURNS TABLE (item integer, status text, work_id uuid, state text, accepted_at 
                facts text[])
 LANGUAGE plpgsql VOLATILE
 AS $fn$
+#variable_conflict use_column
 DECLARE
     previous_role text := current_user;
     previous_scope text := coalesce(current_setting('durable_schedule.scope_id', true), '');
-    outcome jsonb;
+    o_item integer[];
+    o_status text[];
+    o_id uuid[];
+    o_state text[];
+    o_at timestamptz[];
+    o_facts text[];  -- each item's changed facts, comma-joined (arrays of arrays must be even)
 BEGIN
     IF p_enter THEN
         PERFORM set_config('role', 'durable_runtime', true);
@@ -162,33 +169,32 @@ BEGIN
     END IF;
 
     IF jsonb_array_length(p_items) = 1 THEN
-        outcome := durable_schedule_accept_rows(p_scope, p_items);
+        RETURN QUERY SELECT * FROM durable_schedule_accept_rows(p_scope, p_items);
     ELSE
         BEGIN
-            outcome := durable_schedule_accept_rows(p_scope, p_items);
-            IF EXISTS (SELECT 1 FROM jsonb_array_elements(outcome) o
-                        WHERE o->>'status' NOT IN ('created', 'duplicate')) THEN
+            SELECT array_agg(r.item ORDER BY r.item), array_agg(r.status ORDER BY r.item),
+                   array_agg(r.work_id ORDER BY r.item), array_agg(r.state ORDER BY r.item),
+                   array_agg(r.accepted_at ORDER BY r.item),
+                   array_agg(array_to_string(r.facts, ',') ORDER BY r.item)
+              INTO o_item, o_status, o_id, o_state, o_at, o_facts
+              FROM durable_schedule_accept_rows(p_scope, p_items) r;
+            IF NOT o_status <@ ARRAY['created', 'duplicate'] THEN
                 -- caught right below: undoes this call's inserts, keeps the statuses
                 RAISE EXCEPTION 'refused items' USING ERRCODE = 'DSR01';
             END IF;
         EXCEPTION WHEN SQLSTATE 'DSR01' THEN
-            SELECT jsonb_agg(CASE WHEN o->>'status' = 'created'
-                                  THEN o || '{"status": "rolled_back"}'::jsonb ELSE o END)
-              INTO outcome FROM jsonb_array_elements(outcome) o;
+            o_status := array_replace(o_status, 'created', 'rolled_back');
         END;
+        RETURN QUERY SELECT u.item, u.status, u.work_id, u.state, u.accepted_at,
+                            string_to_array(nullif(u.facts, ''), ',')
+                       FROM unnest(o_item, o_status, o_id, o_state, o_at, o_facts)
+                            AS u(item, status, work_id, state, accepted_at, facts);
     END IF;
 
     IF p_enter THEN
         PERFORM set_config('durable_schedule.scope_id', previous_scope, true);
         PERFORM set_config('role', previous_role, true);
     END IF;
-    RETURN QUERY
-        SELECT o.item, o.status, o.work_id, o.state, o.accepted_at,
-               ARRAY(SELECT jsonb_array_elements_text(coalesce(o.facts, '[]'::jsonb)))
-          FROM jsonb_to_recordset(outcome) AS o(item integer, status text, work_id uuid,
-                                                state text, accepted_at timestamptz,
-                                                facts jsonb)
-         ORDER BY o.item;
 END
 $fn$;
 
