@@ -163,7 +163,7 @@ def defer_child(barrier, url: str, n: int, batch: int) -> dict:
 
 def defer_rate(n: int, batch: int = 1) -> dict:
     """``defer_async`` (batch 1) or ``batch_defer_async`` of ``batch`` jobs, one process."""
-    url = common.create_db(RUN_DB, template=TEMPLATE)
+    url = common.create_db(RUN_DB, template=LOADED)  # a queue with rows and statistics
     try:
         results = common.run_processes(defer_child, [(url, n, batch)], timeout=300)
         out = common.combine(results)

@@ -134,7 +134,7 @@ def enqueue_child(barrier, url: str, n: int, batch: int) -> dict:
 
 
 def enqueue_rate(n: int, batch: int = 1) -> dict:
-    url = common.create_db(RUN_DB, template=TEMPLATE)
+    url = common.create_db(RUN_DB, template=LOADED)  # a queue with rows and statistics
     try:
         results = common.run_processes(enqueue_child, [(url, n, batch)], timeout=300)
         out = common.combine(results)
