@@ -154,8 +154,11 @@ def prototypes_child(barrier, url: str) -> dict:
         from durable_schedule import schedules
 
         caps["schedules_create"] = callable(schedules.create) and caps["define"]
+        # The cron variant of materialization (cost per occurrence vs Every) needs
+        # schedules.Cron, which another part of the runtime builds: reported, never faked.
+        caps["cron"] = hasattr(schedules, "Cron")
     except Exception:  # noqa: BLE001
-        caps["schedules_create"] = False
+        caps["schedules_create"] = caps["cron"] = False
     barrier.wait(60)
     if caps["schedules_create"]:
         target = noop_definition().target(payload={})
