@@ -150,8 +150,8 @@ class WorkRequest:
         return self.retry.to_json()
 
 
-__all__ = ["AcceptedWork", "WorkRequest", "accept_in_scope", "enqueue", "enqueue_many",
-           "identifier"]
+__all__ = ["AcceptedWork", "WorkRequest", "accept_in_scope", "accept_many_in_scope", "enqueue",
+           "enqueue_many", "identifier"]
 
 
 def _requests(value: object) -> list[WorkRequest]:
@@ -175,6 +175,19 @@ def accept_in_scope(
         raise InvalidArgument("request must be a WorkRequest", got=type(request).__name__)
     prepared = acceptance.prepare(scope_id, [request], [source_occurrence_id])
     return prepared.send(cur, enter=False).results()[0]
+
+
+def accept_many_in_scope(cur, scope_id: str, requests: Iterable[WorkRequest], *,
+                         source_occurrence_ids: Iterable[int | None] | None = None
+                         ) -> list[AcceptedWork]:
+    """``accept_in_scope`` for several requests in one statement (a batched schedule pass):
+    all or nothing, one result per request, in order."""
+    batch = _requests(requests)
+    ids = None if source_occurrence_ids is None else list(source_occurrence_ids)
+    if ids is not None and len(ids) != len(batch):
+        raise InvalidArgument("one source_occurrence_id per request",
+                              requests=len(batch), source_occurrence_ids=len(ids))
+    return acceptance.prepare(scope_id, batch, ids).send(cur, enter=False).results()
 
 
 def enqueue(scope: str, request: WorkRequest, *, using: str | None = None) -> AcceptedWork:

@@ -11,7 +11,7 @@ from demo.models import Order
 from django.db import DatabaseError, connection, transaction
 
 from durable_schedule import work
-from durable_schedule.errors import IdempotencyConflict, InvalidArgument
+from durable_schedule.errors import IdempotencyConflict, InvalidArgument, WrongRole
 from durable_schedule.work.acceptance import MAX_BATCH
 from durable_schedule.work.enqueue import WorkRequest
 from tests.conftest import T0
@@ -242,3 +242,17 @@ def test_rls__a_role_that_is_not_a_runtime_member_may_not_run_the_function(clock
             cur.execute(f'set local role "{role}"')
         work.enqueue_many("tenant-a", [request(1), request(2)])
     assert count("durable_work") == 0
+
+
+def test_accept_many_in_scope__the_bridge_form_writes_a_batch_with_its_occurrence_links(clock):
+    from durable_schedule.store.transactions import scoped
+    from durable_schedule.work.enqueue import accept_many_in_scope
+
+    with scoped("tenant-a") as cur:
+        accepted = accept_many_in_scope(cur, "tenant-a", [request(1), request(2)])
+        with pytest.raises(InvalidArgument):
+            accept_many_in_scope(cur, "tenant-a", [request(3)], source_occurrence_ids=[1, 2])
+    assert [a.created for a in accepted] == [True, True]
+    with pytest.raises(WrongRole), connection.cursor() as cur:
+        accept_many_in_scope(cur, "tenant-a", [request(4), request(5)])
+    assert count("durable_work") == 2

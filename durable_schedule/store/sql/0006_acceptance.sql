@@ -49,7 +49,9 @@ BEGIN
                req.execution_deadline, clock.now, coalesce(req.due_at, clock.now),
                coalesce(req.due_at, clock.now), req.source_occurrence_id, clock.now
           FROM req, clock
-         ORDER BY req.item  -- one insertion order for every batch: no lock-order deadlocks
+         -- one global insertion order (the identity key), whatever the caller's order: two
+         -- batches that share identities wait on each other in the same order, never deadlock
+         ORDER BY req.command_id, req.idempotency_key
         ON CONFLICT DO NOTHING
         RETURNING id, work_id, command_id, idempotency_key, source_occurrence_id, due_at,
                   accepted_at, state, fingerprint_schema, work_name, work_version
