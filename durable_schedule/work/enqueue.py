@@ -1,4 +1,4 @@
-"""Accepting Work inside the caller's transaction (issue 3, item 2; spec 001).
+"""Accepting Work inside the caller's transaction (issue 3, item 2; docs/protocol/work.md).
 
 ``enqueue(scope, request)`` and ``enqueue_many(scope, requests)`` run inside the caller's
 ``transaction.atomic()`` when there is one: the Work exists only if the caller commits. Each call
@@ -26,7 +26,8 @@ one item is refused nothing of the call is written. Refusals are answers of the 
 database errors, so a caller that catches them inside its atomic block can go on.
 
 ``accepted_at`` is ``durable_schedule_clock('clock')`` (``clock_timestamp()``) sampled by that
-statement: insertion time, not request creation or commit (spec 001), and it is never hashed.
+statement: insertion time, not request creation or commit (docs/protocol/work.md), and it is never
+hashed.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
+from durable_schedule.default_scope import scope_optional
 from durable_schedule.errors import (
     InvalidArgument,
     InvalidIdentifier,
@@ -190,6 +192,7 @@ def accept_many_in_scope(cur, scope_id: str, requests: Iterable[WorkRequest], *,
     return acceptance.prepare(scope_id, batch, ids).send(cur, enter=False).results()
 
 
+@scope_optional
 def enqueue(scope: str, request: WorkRequest, *, using: str | None = None) -> AcceptedWork:
     """Accept ``request`` in ``scope`` inside the caller's transaction (or its own)."""
     if not isinstance(request, WorkRequest):

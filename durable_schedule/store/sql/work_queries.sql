@@ -1,8 +1,8 @@
--- Named queries of the Work runtime (issue 3, spec 001). Not a migration file: loaded with
+-- Named queries of the Work runtime (issue 3, docs/protocol/work.md). Not a migration file: loaded with
 -- store.sqlfiles.query("work_queries.sql", name). Scoped queries run as durable_runtime with the
 -- transaction-local scope set, so row-level security admits only that scope's rows. Every state
 -- change names the lease it expects (state, lease owner, lease generation) in its WHERE clause
--- and the caller checks the row count (STYLE 5).
+-- and the caller checks the row count (docs/protocol/conventions.md rule C5).
 
 -- name: store_floor -- schema version and compatibility floor, read before every claim.
 SELECT schema_version, compatibility_floor FROM durable_schedule_store
@@ -113,7 +113,7 @@ WITH moved AS (
            result = %(result)s::jsonb,
            last_error = %(last_error)s::jsonb,
            suspension_reason = %(suspension_reason)s,
-           -- First-write closure facts (spec 001): an earlier cause is never overwritten.
+           -- First-write closure facts (docs/protocol/work.md): an earlier cause is never overwritten.
            execution_admission_closed_reason = CASE
                WHEN w.execution_admission_closed_at IS NULL THEN %(closed_reason)s
                ELSE w.execution_admission_closed_reason END,
