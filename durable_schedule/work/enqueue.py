@@ -204,6 +204,7 @@ def enqueue(scope: str, request: WorkRequest, *, using: str | None = None) -> Ac
     return sent.results()[0]
 
 
+@scope_optional
 def enqueue_many(scope: str, requests: Iterable[WorkRequest], *,
                  using: str | None = None) -> list[AcceptedWork]:
     """Accept up to 1,000 requests in ``scope`` in one statement; one result per request, in
