@@ -256,3 +256,11 @@ def test_accept_many_in_scope__the_bridge_form_writes_a_batch_with_its_occurrenc
     with pytest.raises(WrongRole), connection.cursor() as cur:
         accept_many_in_scope(cur, "tenant-a", [request(4), request(5)])
     assert count("durable_work") == 2
+
+
+def test_enqueue_many__takes_the_default_scope_like_enqueue(clock):
+    from django.test import override_settings
+
+    with override_settings(DURABLE_SCHEDULE={"DEFAULT_SCOPE": "main"}):
+        accepted = work.enqueue_many([request(1), request(2)])
+    assert {i.work_id for i in work.list("main")} == {a.work_id for a in accepted}
