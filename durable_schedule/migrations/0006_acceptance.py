@@ -6,19 +6,19 @@ from durable_schedule.store.sqlfiles import read
 
 def _forward_only(apps, schema_editor):
     raise IrreversibleError(
-        "durable_schedule migrations are forward-only (docs/operations.md): 0005_acceptance "
+        "durable_schedule migrations are forward-only (docs/operations.md): 0006_acceptance "
         "added the accepted due time and the acceptance functions; reversing would leave the "
         "schema in place while Django forgot it. Restore a backup instead."
     )
 
 
 class Migration(migrations.Migration):
-    dependencies = [("durable_schedule", "0004_runner")]
+    dependencies = [("durable_schedule", "0005_operations_health")]
 
     operations = [
         migrations.SeparateDatabaseAndState(
             database_operations=[
-                migrations.RunSQL(read("0006_acceptance.sql"),
+                migrations.RunSQL(read("0007_acceptance.sql"),
                                   reverse_sql=migrations.RunSQL.noop),
             ],
             # Work is an unmanaged mirror of the SQL table: the column exists in Django's state
