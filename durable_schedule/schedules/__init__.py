@@ -3,9 +3,11 @@
 ``create`` / ``update`` / ``delete`` / ``release_after_recovery`` / ``suspend`` change a schedule;
 ``get`` / ``list`` read. Every call runs in the scoped transaction form and nests in the
 caller's ``transaction.atomic()``. Specs: ``At(when)``, ``After(delay)``,
-``Every(interval, anchor=None)``.
+``Every(interval, anchor=None)``, ``Cron(expression, tz="UTC", *, dst_gap="shift",
+dst_fold="first")``. ``next_instants(spec, after, count=10, ...)`` previews any spec (pure).
 """
 
+from durable_schedule.evaluation.cron.spec import Cron
 from durable_schedule.evaluation.timeline import After, At, Every
 from durable_schedule.schedules.api import (
     create,
@@ -17,16 +19,19 @@ from durable_schedule.schedules.api import (
 )
 from durable_schedule.schedules.api import list_schedules as list
 from durable_schedule.schedules.info import ScheduleInfo
+from durable_schedule.schedules.preview import next_instants
 
 __all__ = [
     "After",
     "At",
+    "Cron",
     "Every",
     "ScheduleInfo",
     "create",
     "delete",
     "get",
     "list",
+    "next_instants",
     "release_after_recovery",
     "suspend",
     "update",
