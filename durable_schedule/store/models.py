@@ -188,7 +188,7 @@ class Work(models.Model):
     accepted_at = models.DateTimeField()
     due_at = models.DateTimeField()
     # The due time fixed at acceptance (immutable; due_at moves with retries). NULL for Work
-    # accepted before schema 6.
+    # accepted before schema 7.
     accepted_due_at = models.DateTimeField(null=True)
     state = models.TextField()
     attempt = models.IntegerField()

@@ -1,7 +1,7 @@
 """The acceptance statement: 1..n enqueue requests in one round trip (docs/work.md, "Accepting").
 
 Every new Work is written by one SQL function, ``durable_schedule_accept_work`` (store/sql/
-0007_acceptance.sql), called once per ``enqueue`` or ``enqueue_many``: it enters the runtime
+0008_acceptance.sql), called once per ``enqueue`` or ``enqueue_many``: it enters the runtime
 role and the scope, inserts Work + dispatch row + ``accepted`` history row for every new item
 (the dispatch insert's trigger sends the wake-up NOTIFY), compares every other item with the row
 that holds its identity, and restores the caller's role and scope. Python prepares the items

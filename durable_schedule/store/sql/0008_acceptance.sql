@@ -1,10 +1,10 @@
--- durable_schedule store, schema 6: acceptance in one statement (docs/work.md "Accepting Work").
+-- durable_schedule store, schema 7: acceptance in one statement (docs/work.md "Accepting Work").
 -- Released files are never edited.
 
 -- name: accepted due time -- the due time fixed at acceptance, kept apart from the moving due_at.
 -- durable_work.due_at moves with every retry, so it cannot prove what was requested. This column
 -- is written once by the acceptance and never granted for UPDATE to the runtime: the compare of
--- a duplicate checks it against the request. Rows accepted before schema 6 keep NULL (the
+-- a duplicate checks it against the request. Rows accepted before schema 7 keep NULL (the
 -- original due time is not known any more) and their due time is then checked by the digest only.
 ALTER TABLE durable_work ADD COLUMN accepted_due_at timestamptz;
 
@@ -213,6 +213,6 @@ BEGIN
 END
 $pin$;
 
--- name: version -- schema 6. The floor is 6: older code would still accept Work with the
+-- name: version -- schema 7. The floor is 7: older code would still accept Work with the
 -- digest-only compare-or-return, which returns a tampered row as the original.
-UPDATE durable_schedule_store SET schema_version = 6, compatibility_floor = 6, updated_at = now();
+UPDATE durable_schedule_store SET schema_version = 7, compatibility_floor = 7, updated_at = now();

@@ -13,12 +13,12 @@ def _forward_only(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("durable_schedule", "0005_operations_health")]
+    dependencies = [("durable_schedule", "0006_cron_schedules")]
 
     operations = [
         migrations.SeparateDatabaseAndState(
             database_operations=[
-                migrations.RunSQL(read("0007_acceptance.sql"),
+                migrations.RunSQL(read("0008_acceptance.sql"),
                                   reverse_sql=migrations.RunSQL.noop),
             ],
             # Work is an unmanaged mirror of the SQL table: the column exists in Django's state
