@@ -102,7 +102,7 @@ def test_tampered__a_duplicate_whose_numbers_jsonb_respelled_is_still_the_origin
     assert (again.work_id, again.created) == (first.work_id, False)
 
 
-def test_tampered__rows_accepted_before_the_acceptance_migration_keep_the_digest_check_for_the_due_time(clock):
+def test_tampered__older_rows_keep_the_digest_check_for_the_due_time(clock):
     first = work.enqueue("tenant-a", request())
     tamper("accepted_due_at = NULL")
     again = work.enqueue("tenant-a", request())
