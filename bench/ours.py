@@ -165,6 +165,10 @@ def prototypes_child(barrier, url: str) -> dict:
         for schedule_id, interval in seed.PROTOTYPES:
             schedules.create(scope=seed.SCOPE, schedule_id=schedule_id,
                              spec=schedules.Every(interval), target=target)
+        if caps["cron"]:
+            # Due at the same instants as proto-due (every hour on the hour from T0).
+            schedules.create(scope=seed.SCOPE, schedule_id=seed.CRON_PROTOTYPE,
+                             spec=schedules.Cron("0 * * * *"), target=target)
     if caps["define"]:
         noop_definition().enqueue(scope=seed.SCOPE, command=seed.PROTO_WORK,
                                   idempotency_key="proto", payload={})

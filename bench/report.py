@@ -107,6 +107,11 @@ def summarize(results: dict) -> dict:
                 if r["impl"] == "ours"]
     s["many_vs_single"] = _ratios(ours_enq, ("impl",), "many", "single", field="kind").get(
         ("ours",), summary([]))
+    cron = results.get("schedule_cron", [])
+    s["cron"] = {k: summary([r["rate"] for r in cron if r["impl"] == k]) for k in ("every", "cron")
+                 if any(r["impl"] == k for r in cron)}
+    # cost per occurrence of Cron relative to Every = every rate / cron rate, per round
+    s["cron_cost"] = _cron_cost(cron)
     iog: dict[str, list[float]] = defaultdict(list)
     for r in results.get("io", []):
         iog[r["impl"]].append(r["rate"])
@@ -135,6 +140,14 @@ def summarize(results: dict) -> dict:
             vals = [v[max(v)] / v[min(v)] for v in per_round.values() if len(v) > 1]
             s["scale_ratio"][f"{impl}|{metric}"] = summary(vals)
     return s
+
+
+def _cron_cost(rows: list[dict]) -> dict:
+    by: dict[int, dict[str, float]] = defaultdict(dict)
+    for r in rows:
+        by[r["round"]][r["impl"]] = r["rate"]
+    return summary([v["every"] / v["cron"] for v in by.values() if v.get("every") and
+                    v.get("cron")])
 
 
 def _scan_node(line: str) -> str:
@@ -169,6 +182,11 @@ def table(results: dict, s: dict) -> str:
                   f"raw {_mmm(st.get('schedule|raw', {}), 2)}, "
                   f"raw batched {_mmm(st.get('schedule|raw_batched', {}), 2)}; psycopg adds "
                   "a BEGIN and a COMMIT round trip per transaction of ours.", ""]
+    if s.get("cron"):
+        lines += ["**Cron variant** (ours `process_due`, 1 process × max_schedules 100, the "
+                  "same hourly due set as Every): "
+                  + ", ".join(f"{k} {_mmm(v)}/s" for k, v in s["cron"].items())
+                  + f"; cost per occurrence Cron / Every {_mmm(s.get('cron_cost', {}), 2)}", ""]
     if s.get("work"):
         lines += [f"**Work throughput** (no-op, {meta.get('work_items', '?')} items; "
                   "succeeded per second)", "",
