@@ -82,8 +82,8 @@ demo: $(VENV)/.installed-test
 lint: $(TOX)
 	$(TOX) -e lint $(TOX_ARGS)
 
-# The package with its test and bench extras (matplotlib, Procrastinate), then the benchmarks:
-# `make bench` (a few minutes), `make bench BENCH_ARGS=--quick` (under a minute).
+# The package with its test and bench extras (matplotlib, Procrastinate, pgqueuer), then the
+# benchmarks: `make bench` (about 10 minutes on a quiet machine, estimated), `make bench BENCH_ARGS=--quick`.
 bench: | $(VENV)/bin/python
 	$(VPY) -m pip install --quiet -e '.[test,bench]'
 	@$(ENSURE_PG); $(VPY) -m bench $(BENCH_ARGS)

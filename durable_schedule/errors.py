@@ -219,6 +219,17 @@ class IdempotencyConflict(WorkError):
     )
 
 
+class WorkFactsTampered(WorkError):
+    """The stored Work row of an identity no longer hashes to its fingerprint (issue 11)."""
+
+    code = "DS233"
+    next_action = (
+        "The row named in the message was changed after acceptance (by SQL, not by "
+        "durable_schedule): nothing was written. Investigate who changed it, compare it with "
+        "its history, and restore the accepted facts or cancel it (docs/security.md)."
+    )
+
+
 class PlannedWorkWithDueTime(WorkError):
     code = "DS208"
     next_action = (

@@ -200,6 +200,29 @@ def scoped(scope_id: str, *, using: str | None = None) -> Iterator[object]:
 
 
 @contextmanager
+def statement_cursor(*, using: str | None = None) -> Iterator[object]:
+    """A cursor for one self-contained statement that does its own role and scope entry (the
+    acceptance function, docs/work.md "Accepting Work"): no savepoint and no extra round trip.
+
+    Inside the caller's ``transaction.atomic()`` the statement joins the caller's transaction;
+    a database error marks the atomic block for rollback, exactly as a failed ORM statement
+    does (``atomic(savepoint=False)``). Outside any atomic block with autocommit on, the one
+    statement is its own transaction (committed by PostgreSQL, no BEGIN/COMMIT round trips).
+    With autocommit off, it runs in an atomic block of its own.
+    """
+    conn = connection(using)
+    if conn.in_atomic_block:
+        with transaction.atomic(using=conn.alias, savepoint=False), _cursor(conn) as cur:
+            yield cur
+    elif conn.get_autocommit():
+        with _cursor(conn) as cur:
+            yield cur
+    else:
+        with transaction.atomic(using=conn.alias), _cursor(conn) as cur:
+            yield cur
+
+
+@contextmanager
 def routed(routing_id: int, *, using: str | None = None) -> Iterator[tuple[object, str | None]]:
     """A scoped runtime transaction for a claimed row: its own outermost transaction.
 
