@@ -91,7 +91,7 @@ def snapshot(scope: str) -> dict:
             "select w.command_id, w.work_name, w.work_version, w.payload::text,"
             " w.provider_safety, w.fingerprint_schema, w.fingerprint_digest,"
             " w.retry_policy::text, w.attempt_plan::text, w.execution_deadline, w.accepted_at,"
-            " w.due_at, w.state, o.schedule_id, o.kind, o.first_nominal_utc,"
+            " w.due_at, w.accepted_due_at, w.state, o.schedule_id, o.kind, o.first_nominal_utc,"
             " w.work_id = o.work_id, w.idempotency_key = 'occurrence:' || w.work_id::text"
             " from durable_work w join durable_schedule_occurrence o"
             " on o.scope_id = w.scope_id and o.id = w.source_occurrence_id"
@@ -206,6 +206,7 @@ def test_batch__writes_the_same_work_row_as_the_single_bridge_for_a_planned_dead
     assert alone["work"] == batched["work"] and len(alone["work"]) == 2
     assert alone["work_history"] == batched["work_history"]
     assert alone["work"][0][8] is not None and alone["work"][0][9] == T0 + 2 * HOUR
+    assert all(row[12] is not None for row in batched["work"])  # accepted_due_at
 
 
 # ------------------------------------------------------------------ statements per batch

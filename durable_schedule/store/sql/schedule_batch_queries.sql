@@ -99,11 +99,13 @@ WITH guard AS (
     INSERT INTO durable_work (scope_id, work_id, command_id, idempotency_key, work_name,
                               work_version, payload, provider_safety, fingerprint_schema,
                               fingerprint_digest, retry_policy, attempt_plan, execution_deadline,
-                              accepted_at, due_at, source_occurrence_id, updated_at)
+                              accepted_at, due_at, accepted_due_at, source_occurrence_id,
+                              updated_at)
     SELECT %(scope_id)s, r.work_id, r.command_id, r.idempotency_key, r.work_name,
            r.work_version, r.payload, r.provider_safety, r.fingerprint_schema,
            r.fingerprint_digest, r.retry_policy, r.attempt_plan,
-           r.execution_deadline, clock.now, coalesce(r.due_at, clock.now), occ.id, clock.now
+           r.execution_deadline, clock.now, coalesce(r.due_at, clock.now),
+           coalesce(r.due_at, clock.now), occ.id, clock.now
       FROM occ JOIN req r ON r.schedule_id = occ.schedule_id, clock
      ORDER BY r.n
     ON CONFLICT DO NOTHING
