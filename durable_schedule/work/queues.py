@@ -22,10 +22,11 @@ MAX_QUEUES = 100
 
 def validate_queue(name: object) -> str:
     """A queue name (the identifier rule), and one of ``DURABLE_SCHEDULE['QUEUES']`` when that
-    setting lists them (DS244 otherwise)."""
+    setting lists them (DS244 otherwise). The default queue is always allowed: Work made by
+    schedules runs there."""
     queue = identifier(name, "queue")
     allowed = conf.queues()
-    if allowed is not None and queue not in allowed:
+    if allowed is not None and queue not in allowed and queue != DEFAULT_QUEUE:
         raise InvalidQueue("this queue is not one of DURABLE_SCHEDULE['QUEUES']", queue=queue,
                            allowed=sorted(allowed))
     return queue

@@ -1,4 +1,4 @@
--- durable_schedule store, schema 7: queues and priorities for all Work (docs/work.md "Queues
+-- durable_schedule store, schema 8: queues and priorities for all Work (docs/work.md "Queues
 -- and priorities"). Released files are never edited.
 
 -- name: work queue columns -- routing facts of the first acceptance, immutable like the rest.
@@ -167,7 +167,132 @@ CREATE TRIGGER durable_work_dispatch_notify_sooner
     WHEN (NEW.due_at IS NOT NULL AND (OLD.due_at IS NULL OR NEW.due_at < OLD.due_at))
     EXECUTE FUNCTION durable_work_notify_queue();
 
--- name: version -- schema 7. The floor stays: code of schema 6 calls the claim with three
+-- name: accept rows with queue and priority -- the acceptance of schema 7 (0008_acceptance.sql),
+-- now also writing each item's queue and priority (absent: the default queue, priority 0). They
+-- are not compared for a duplicate: a retried enqueue with another priority returns the original
+-- Work as it was accepted. CREATE OR REPLACE keeps owner and grants but not the pinned
+-- search_path, so it is pinned again below.
+CREATE OR REPLACE FUNCTION durable_schedule_accept_rows(p_scope text, p_items jsonb)
+RETURNS TABLE (item integer, status text, work_id uuid, state text, accepted_at timestamptz,
+               facts text[])
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+#variable_conflict use_column
+DECLARE
+    c_item integer[];
+    c_id uuid[];
+    c_state text[];
+    c_at timestamptz[];
+BEGIN
+    WITH req AS (
+        SELECT * FROM jsonb_to_recordset(p_items) AS r(
+            item integer, work_id uuid, explicit boolean, command_id text,
+            idempotency_key text, work_name text, work_version text, payload jsonb,
+            provider_safety text, fingerprint_schema text, fingerprint_digest text,
+            retry_policy jsonb, attempt_plan jsonb, execution_deadline timestamptz,
+            due_at timestamptz, source_occurrence_id bigint, queue_name text,
+            priority smallint)
+    ), clock AS (
+        SELECT durable_schedule_clock('clock') AS now
+    ), work AS (
+        INSERT INTO durable_work (scope_id, work_id, command_id, idempotency_key, work_name,
+                                  work_version, payload, provider_safety, fingerprint_schema,
+                                  fingerprint_digest, retry_policy, attempt_plan,
+                                  execution_deadline, accepted_at, due_at, accepted_due_at,
+                                  source_occurrence_id, updated_at, queue_name, priority)
+        SELECT p_scope, req.work_id, req.command_id, req.idempotency_key, req.work_name,
+               req.work_version, req.payload, req.provider_safety, req.fingerprint_schema,
+               req.fingerprint_digest, req.retry_policy, req.attempt_plan,
+               req.execution_deadline, clock.now, coalesce(req.due_at, clock.now),
+               coalesce(req.due_at, clock.now), req.source_occurrence_id, clock.now,
+               coalesce(req.queue_name, 'default'), coalesce(req.priority, 0)
+          FROM req, clock
+         -- one global insertion order (the identity key), whatever the caller's order: two
+         -- batches that share identities wait on each other in the same order, never deadlock
+         ORDER BY req.command_id, req.idempotency_key
+        ON CONFLICT DO NOTHING
+        RETURNING id, work_id, command_id, idempotency_key, source_occurrence_id, due_at,
+                  accepted_at, state, fingerprint_schema, work_name, work_version
+    ), dispatch AS (
+        INSERT INTO durable_work_dispatch (scope_routing_id, work_ref, due_at)
+        SELECT s.routing_id, work.id, work.due_at
+          FROM work JOIN durable_schedule_scope s ON s.scope_id = p_scope
+    ), history AS (
+        INSERT INTO durable_work_history (scope_id, work_id, event, attempt, actor, detail,
+                                          recorded_at)
+        SELECT p_scope, work.work_id, 'accepted', NULL, '',
+               jsonb_build_object('command_id', work.command_id,
+                                  'idempotency_key', work.idempotency_key,
+                                  'work_name', work.work_name,
+                                  'work_version', work.work_version,
+                                  'fingerprint_schema', work.fingerprint_schema,
+                                  'source_occurrence_id', work.source_occurrence_id),
+               work.accepted_at
+          FROM work
+    )
+    SELECT array_agg(req.item), array_agg(work.work_id), array_agg(work.state),
+           array_agg(work.accepted_at)
+      INTO c_item, c_id, c_state, c_at
+      FROM work JOIN req ON req.work_id = work.work_id;
+
+    RETURN QUERY SELECT u.item, 'created'::text, u.work_id, u.state, u.accepted_at,
+                        NULL::text[]
+                   FROM unnest(c_item, c_id, c_state, c_at) AS u(item, work_id, state,
+                                                                 accepted_at);
+    IF coalesce(cardinality(c_item), 0) = jsonb_array_length(p_items) THEN
+        RETURN;
+    END IF;
+
+    -- A new statement: it sees the rows a concurrent transaction committed while the INSERT
+    -- waited on them (READ COMMITTED; under REPEATABLE READ the INSERT raised 40001 instead).
+    RETURN QUERY
+    WITH req AS (
+        SELECT * FROM jsonb_to_recordset(p_items) AS r(
+            item integer, work_id uuid, explicit boolean, command_id text,
+            idempotency_key text, work_name text, work_version text, payload jsonb,
+            provider_safety text, fingerprint_schema text, fingerprint_digest text,
+            retry_policy jsonb, attempt_plan jsonb, execution_deadline timestamptz,
+            due_at timestamptz, source_occurrence_id bigint)
+    )
+    SELECT req.item,
+           CASE
+               WHEN w.id IS NULL THEN 'work_id_taken'
+               WHEN (w.fingerprint_schema, w.fingerprint_digest)
+                    IS DISTINCT FROM (req.fingerprint_schema, req.fingerprint_digest)
+                   THEN 'conflict'
+               WHEN cardinality(d.facts) > 0 THEN 'tampered'
+               WHEN req.explicit AND w.work_id <> req.work_id THEN 'other_work_id'
+               ELSE 'duplicate' END,
+           coalesce(w.work_id, req.work_id), w.state, w.accepted_at, d.facts
+      FROM req
+      LEFT JOIN durable_work w
+        ON w.scope_id = p_scope AND w.command_id = req.command_id
+       AND w.idempotency_key = req.idempotency_key
+     CROSS JOIN LATERAL (SELECT array_remove(ARRAY[
+           CASE WHEN w.work_name IS DISTINCT FROM req.work_name THEN 'work_name' END,
+           CASE WHEN w.work_version IS DISTINCT FROM req.work_version THEN 'work_version' END,
+           CASE WHEN w.payload IS DISTINCT FROM req.payload THEN 'payload' END,
+           CASE WHEN w.provider_safety IS DISTINCT FROM req.provider_safety
+                THEN 'provider_safety' END,
+           CASE WHEN w.retry_policy IS DISTINCT FROM req.retry_policy THEN 'retry_policy' END,
+           CASE WHEN w.attempt_plan IS DISTINCT FROM req.attempt_plan THEN 'attempt_plan' END,
+           CASE WHEN w.execution_deadline IS DISTINCT FROM req.execution_deadline
+                THEN 'execution_deadline' END,
+           -- not requested: the due time fixed at acceptance is the acceptance instant
+           CASE WHEN w.accepted_due_at IS DISTINCT FROM coalesce(req.due_at, w.accepted_at)
+                     AND w.accepted_due_at IS NOT NULL THEN 'due_at' END
+       ]::text[], NULL) AS facts) d
+     WHERE req.item <> ALL (coalesce(c_item, '{}'));
+END
+$fn$;
+DO $pin$
+BEGIN
+    EXECUTE format('ALTER FUNCTION durable_schedule_accept_rows(text, jsonb) '
+                   'SET search_path = %I, pg_temp', current_schema());
+END
+$pin$;
+
+-- name: version -- schema 8. The floor stays: code of schema 7 calls the claim with three
 -- arguments (queues default to every queue) and inserts Work without queue and priority (the
 -- defaults), so it keeps working against this schema.
-UPDATE durable_schedule_store SET schema_version = 7, updated_at = now();
+UPDATE durable_schedule_store SET schema_version = 8, updated_at = now();
