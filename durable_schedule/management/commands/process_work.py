@@ -77,7 +77,7 @@ class Command(BaseCommand):
                 from durable_schedule.runner.service import serve
 
                 stats = serve("work", lambda stop: one_pass(stop).as_dict(),
-                              lease_owner=options["lease_owner"])
+                              lease_owner=options["lease_owner"], queues=queues)
                 print_stop_summary(self.stdout, "work", stats, options["verbosity"])
                 return
             # The same bounded transient retry as process_schedules (docs/protocol/runner.md): a cut
