@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from django.db.migrations.exceptions import IrreversibleError
+
 
 class DurableError(Exception):
     """Base of every error raised by durable_schedule."""
@@ -308,6 +310,17 @@ class InvalidArgument(OperationsError):
 class PartitionMaintenanceFailed(OperationsError):
     code = "DS408"
     next_action = "Run `manage.py durable_partitions` as the migration owner."
+
+
+class ForwardOnlyStore(OperationsError, IrreversibleError):
+    """Raised when a migration of this package is reversed; it is also Django's
+    ``IrreversibleError``, so ``migrate`` stops the way it does for any irreversible migration."""
+
+    code = "DS409"
+    next_action = (
+        "The store is forward-only: nothing was changed. To go back, restore a backup taken "
+        "before the migration, then `manage.py durable_recover --bump-epoch`."
+    )
 
 
 def all_error_classes() -> list[type[DurableError]]:
