@@ -1,0 +1,93 @@
+-- durable_schedule store, schema 5: hardening (issue 11). Released files are never edited.
+-- Runs inside the migration's transaction: every function below is created and has EXECUTE
+-- revoked from PUBLIC atomically.
+
+-- name: identifier rule -- the one identifier rule (docs/security.md "Identifiers"), the same
+-- as durable_schedule/store/identifiers.py: refuse a value made only of whitespace (what
+-- Python's str.isspace accepts) and any character of Unicode category Cc, Cf, Zl, Zp or Cs.
+-- PostgreSQL's [[:cntrl:]] and [[:space:]] follow the server locale, so both classes are
+-- explicit code point ranges generated from Unicode 15.0 (NUL and surrogates cannot occur in
+-- text). E'' literals with doubled backslashes: the regex engine sees \uXXXX / \UXXXXXXXX
+-- escapes whatever standard_conforming_strings says. tests/hardening/test_identifiers.py
+-- proves SQL and Python agree on every code point.
+CREATE FUNCTION durable_schedule_is_identifier(value text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $fn$
+    SELECT value !~ E'[\\u0001-\\u001f\\u007f-\\u009f\\u00ad\\u0600-\\u0605\\u061c\\u06dd\\u070f\\u0890-\\u0891\\u08e2\\u180e\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\ufeff\\ufff9-\\ufffb\\U000110bd\\U000110cd\\U00013430-\\U0001343f\\U0001bca0-\\U0001bca3\\U0001d173-\\U0001d17a\\U000e0001\\U000e0020-\\U000e007f]'
+       AND value !~ E'^[\\u0009-\\u000d\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028-\\u2029\\u202f\\u205f\\u3000]*$'
+$fn$;
+REVOKE ALL ON FUNCTION durable_schedule_is_identifier(text) FROM PUBLIC;
+-- CHECK constraints call it as the inserting role (the runtime).
+GRANT EXECUTE ON FUNCTION durable_schedule_is_identifier(text) TO durable_runtime;
+
+-- New rows obey the rule in the tables too (NOT VALID: rows accepted by older code stay
+-- readable; they are not rewritten, and a later update of the column must obey the rule).
+ALTER TABLE durable_schedule_scope ADD CONSTRAINT durable_schedule_scope_identifier
+    CHECK (durable_schedule_is_identifier(scope_id)) NOT VALID;
+ALTER TABLE durable_schedule_definition ADD CONSTRAINT durable_schedule_definition_identifier
+    CHECK (durable_schedule_is_identifier(schedule_id)) NOT VALID;
+ALTER TABLE durable_work ADD CONSTRAINT durable_work_identifiers
+    CHECK (durable_schedule_is_identifier(command_id)
+           AND durable_schedule_is_identifier(idempotency_key)
+           AND durable_schedule_is_identifier(work_name)
+           AND durable_schedule_is_identifier(work_version)) NOT VALID;
+
+-- name: claim arguments -- replaces the check both claim functions PERFORM before they touch a
+-- row (0002_security.sql), so the claim bodies stay as they are. Two changes:
+-- * the lease owner follows the identifier rule above;
+-- * the lease is checked as it will be APPLIED: the claim sets lease_expires_at = now + lease,
+--   and for an interval with month or day parts that span depends on the instant and the
+--   session TimeZone ('1 mon -30 days 5 min' is 5 min in April, 1 day 5 min in March and
+--   negative in February; an interval comparison counts every month as 30 days). So the check
+--   reads the clock seam as the claim does and measures (now + lease) - now in seconds.
+-- VOLATILE now: it reads the clock.
+CREATE OR REPLACE FUNCTION durable_schedule_check_claim(lease_owner text, lease_duration interval,
+                                                        max_rows integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+DECLARE
+    now_ts timestamptz;
+    applied numeric;
+BEGIN
+    IF lease_owner IS NULL OR NOT durable_schedule_is_identifier(lease_owner) THEN
+        RAISE EXCEPTION 'DS404: lease owner must be non-blank text without control, format or '
+                        'separator characters' USING ERRCODE = '22023';
+    END IF;
+    IF length(lease_owner) > 200 THEN
+        RAISE EXCEPTION 'DS404: lease owner is longer than 200 characters' USING ERRCODE = '22023';
+    END IF;
+    IF lease_duration IS NULL THEN
+        RAISE EXCEPTION 'DS404: lease duration must be > 0 and <= 10 minutes, got NULL'
+            USING ERRCODE = '22023';
+    END IF;
+    now_ts := durable_schedule_clock('clock');
+    applied := extract(epoch FROM now_ts + lease_duration) - extract(epoch FROM now_ts);
+    IF applied <= 0 OR applied > 600 THEN
+        RAISE EXCEPTION 'DS404: lease duration must apply as > 0 and <= 10 minutes, got % '
+                        '(% seconds from %)', lease_duration, applied, now_ts
+            USING ERRCODE = '22023';
+    END IF;
+    IF max_rows IS NULL OR max_rows < 1 OR max_rows > 1000 THEN
+        RAISE EXCEPTION 'DS404: max_rows must be between 1 and 1000, got %', max_rows
+            USING ERRCODE = '22023';
+    END IF;
+END
+$fn$;
+REVOKE ALL ON FUNCTION durable_schedule_check_claim(text, interval, integer) FROM PUBLIC;
+
+-- Pin search_path (CREATE OR REPLACE keeps no earlier SET clause of its own accord).
+DO $pin$
+DECLARE
+    f text;
+BEGIN
+    FOREACH f IN ARRAY ARRAY['durable_schedule_check_claim(text, interval, integer)',
+                             'durable_schedule_is_identifier(text)'] LOOP
+        EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
+    END LOOP;
+END
+$pin$;
+
+-- name: version -- schema 5.
+UPDATE durable_schedule_store SET schema_version = 5, compatibility_floor = 5, updated_at = now();
