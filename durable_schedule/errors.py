@@ -116,8 +116,8 @@ class UnevaluableGeneration(ScheduleError):
 class InvalidIdentifier(DurableError):
     code = "DS115"
     next_action = (
-        "Identifiers are 1-200 characters without control characters or surrounding "
-        "spaces."
+        "Identifiers are 1-200 characters, not only whitespace, without surrounding spaces and "
+        "without control, format or separator characters (docs/security.md \"Identifiers\")."
     )
 
 
@@ -245,7 +245,10 @@ class SecurityError(DurableError):
 
 class InvalidScope(SecurityError):
     code = "DS301"
-    next_action = "Pass a scope id of 1-200 characters without control characters."
+    next_action = (
+        "Pass a scope id of 1-200 characters, not only whitespace, without control, format or "
+        "separator characters (docs/security.md \"Identifiers\")."
+    )
 
 
 class WrongRole(SecurityError):
@@ -294,7 +297,10 @@ class TransientDatabaseError(OperationsError):
 
 class InvalidLease(OperationsError):
     code = "DS404"
-    next_action = "Lease owner: non-blank, no control characters; lease: > 0 and <= 10 minutes."
+    next_action = (
+        "Lease owner: the identifier rule (docs/security.md \"Identifiers\"); lease: a plain "
+        "duration that applies as > 0 and <= 10 minutes from the database clock."
+    )
 
 
 class RetriesExhausted(OperationsError):

@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import unicodedata
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
@@ -34,6 +33,7 @@ from durable_schedule.processor.step import (
     process_claim,
     quarantine_claim,
 )
+from durable_schedule.store import identifiers
 
 log = logging.getLogger("durable_schedule.processor")
 
@@ -97,7 +97,7 @@ class PassCounts:
 def default_lease_owner() -> str:
     """``host:pid``, trimmed to what the claim function accepts."""
     raw = f"{socket.gethostname()}:{os.getpid()}"
-    clean = "".join(ch for ch in raw if unicodedata.category(ch) != "Cc").strip()
+    clean = identifiers.strip_forbidden(raw).strip()
     return (clean or f"pid:{os.getpid()}")[:200]
 
 

@@ -31,7 +31,6 @@ before. ``DURABLE_SCHEDULE["PREPARE_STATEMENTS"] = False`` yields Django's own c
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -42,11 +41,11 @@ from psycopg.pq import Format
 
 from durable_schedule import conf
 from durable_schedule.errors import InvalidScope, ScopeLost, WrongRole
+from durable_schedule.store import identifiers
 from durable_schedule.store.inspection import DISPATCHER_ROLE, RUNTIME_ROLE
 
 SCOPE_SETTING = "durable_schedule.scope_id"
 ROUTING_SETTING = "durable_schedule.routing_id"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 _ENTER_SCOPE = "select * from durable_schedule_enter_scope(%s)"
 _LEAVE_SCOPE = "select durable_schedule_leave_scope(%s, %s, %s)"
@@ -56,14 +55,16 @@ _ENTER_DISPATCHER = "select set_config('role', %s, true)"
 
 
 def validate_scope_id(scope_id: object) -> str:
-    """A scope id is 1-200 characters, no control characters, no surrounding spaces (DS301)."""
+    """A scope id is 1-200 characters, no surrounding spaces, and follows the identifier rule
+    (store/identifiers.py: no control, format or separator characters, not blank) (DS301)."""
     if not isinstance(scope_id, str):
         raise InvalidScope("scope must be a string", scope=scope_id)
     if not scope_id or len(scope_id) > 200 or scope_id != scope_id.strip():
         raise InvalidScope("scope must be 1-200 characters without surrounding spaces",
                            scope=scope_id)
-    if _CONTROL.search(scope_id):
-        raise InvalidScope("scope must not contain control characters", scope=scope_id)
+    bad = identifiers.problem(scope_id)
+    if bad is not None:  # the one identifier rule (store/identifiers.py)
+        raise InvalidScope(f"scope {bad}", scope=scope_id)
     return scope_id
 
 

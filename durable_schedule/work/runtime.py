@@ -40,6 +40,7 @@ from durable_schedule.barriers import (
 )
 from durable_schedule.errors import InvalidArgument, InvalidLease, LeaseLost, SchemaBelowFloor
 from durable_schedule.evaluation.policy import MAX_INSTANT, bounded_add, lease_expiry
+from durable_schedule.store import identifiers
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 from durable_schedule.work import codec
@@ -111,10 +112,10 @@ def _validate(max_items: object, batch: object, owner: object, lease_seconds: ob
             raise InvalidArgument(f"{name} must be an int >= 1", value=value)
     if batch > 1000:
         raise InvalidArgument("batch must be at most 1000 (claim_work_dispatch's limit)")
-    if (not isinstance(owner, str) or not owner.strip() or len(owner) > 200
-            or any(ord(c) < 32 or ord(c) == 127 for c in owner)):
-        raise InvalidLease("lease owner must be 1-200 characters without control characters",
-                           owner=owner)
+    if (not isinstance(owner, str) or len(owner) > 200
+            or identifiers.problem(owner) is not None):  # the rule of store/identifiers.py
+        raise InvalidLease("lease owner must be 1-200 characters, not blank, without control, "
+                           "format or separator characters", owner=owner)
     if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, int | float) or not (
             0 < lease_seconds <= 600):
         raise InvalidLease("lease seconds must be > 0 and <= 600", lease_seconds=lease_seconds)
