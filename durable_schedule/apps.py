@@ -1,4 +1,23 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+def _revoke_public_execute(sender, using="default", **kwargs) -> None:
+    """After every ``migrate`` (docs/security.md "Functions"): no store function may stay
+    executable by PUBLIC, including one django-pgtrigger's own post_migrate installer created
+    for a new trigger. Connected without a sender, so it also runs after pgtrigger's handler
+    whatever the order of INSTALLED_APPS; idempotent and one catalog query when nothing is open."""
+    from django.db import connections
+
+    from durable_schedule.store.inspection import revoke_public_execute
+
+    conn = connections[using]
+    if conn.vendor != "postgresql":
+        return
+    with conn.cursor() as cur:
+        cur.execute("select to_regclass('durable_schedule_store') is not null")
+        if cur.fetchone()[0]:
+            revoke_public_execute(cur)
 
 
 class DurableScheduleConfig(AppConfig):
@@ -9,3 +28,5 @@ class DurableScheduleConfig(AppConfig):
     def ready(self) -> None:
         # Registers the system checks (DESIGN §3: "a Django system check reports the same").
         from durable_schedule import checks  # noqa: F401
+
+        post_migrate.connect(_revoke_public_execute, dispatch_uid="durable_schedule_no_public")

@@ -77,17 +77,68 @@ END
 $fn$;
 REVOKE ALL ON FUNCTION durable_schedule_check_claim(text, interval, integer) FROM PUBLIC;
 
+-- name: no public execute -- no function of the store is executable by PUBLIC (docs/security.md
+-- "Functions"). CREATE FUNCTION grants EXECUTE to PUBLIC by default, and the functions
+-- django-pgtrigger installs for the append-only models (pgtrigger_append_only_*,
+-- _pgtrigger_should_ignore) were never revoked. A store function is: one of this schema whose
+-- name is a store name, or the function of a trigger on a store table (that catches every
+-- function pgtrigger installs for our models, under whatever pgid), or pgtrigger's shared
+-- ignore helper; never an extension's member. pgtrigger re-installs with CREATE OR REPLACE,
+-- which keeps the revoked ACL; a function pgtrigger creates anew (a new trigger) is revoked by
+-- the post_migrate handler that runs this after every `migrate` (durable_schedule/apps.py), and
+-- `manage.py check` (E003) reports any that is still open. Returns what it revoked.
+CREATE FUNCTION durable_schedule_store_functions()
+RETURNS SETOF regprocedure
+LANGUAGE sql STABLE
+AS $fn$
+    SELECT p.oid::regprocedure
+      FROM pg_catalog.pg_proc p
+     WHERE p.pronamespace = pg_catalog.current_schema()::regnamespace
+       AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+                        WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.objid = p.oid
+                          AND d.deptype = 'e')
+       AND (p.proname ~ '^(durable_schedule_|durable_work_|claim_schedule_dispatch$|claim_work_dispatch$|ensure_schedule_history_partitions$|_pgtrigger_should_ignore$)'
+            OR p.oid IN (SELECT t.tgfoid FROM pg_catalog.pg_trigger t
+                           JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
+                          WHERE c.relnamespace = p.pronamespace
+                            AND (c.relname LIKE 'durable\_schedule\_%' OR c.relname LIKE 'durable\_work%')))
+$fn$;
+REVOKE ALL ON FUNCTION durable_schedule_store_functions() FROM PUBLIC;
+
+CREATE FUNCTION durable_schedule_revoke_public_execute()
+RETURNS SETOF text
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT s.f FROM durable_schedule_store_functions() AS s(f)
+              WHERE pg_catalog.has_function_privilege('public', s.f, 'EXECUTE')
+                AND (SELECT p.proowner FROM pg_catalog.pg_proc p WHERE p.oid = s.f)
+                    = (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = current_user)
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
+        RETURN NEXT f::text;
+    END LOOP;
+END
+$fn$;
+REVOKE ALL ON FUNCTION durable_schedule_revoke_public_execute() FROM PUBLIC;
+
 -- Pin search_path (CREATE OR REPLACE keeps no earlier SET clause of its own accord).
 DO $pin$
 DECLARE
     f text;
 BEGIN
     FOREACH f IN ARRAY ARRAY['durable_schedule_check_claim(text, interval, integer)',
-                             'durable_schedule_is_identifier(text)'] LOOP
+                             'durable_schedule_is_identifier(text)',
+                             'durable_schedule_store_functions()',
+                             'durable_schedule_revoke_public_execute()'] LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
     END LOOP;
 END
 $pin$;
+
+SELECT durable_schedule_revoke_public_execute();
 
 -- name: version -- schema 5.
 UPDATE durable_schedule_store SET schema_version = 5, compatibility_floor = 5, updated_at = now();
