@@ -274,6 +274,14 @@ class ScopeLost(SecurityError):
     next_action = "A savepoint rollback undid the scope setting: open a new scoped block."
 
 
+class ScopeNotFound(SecurityError):
+    code = "DS306"
+    next_action = (
+        "Check the scope id: a scope exists once something was written into it (or "
+        "operations.scopes.provision_scope created it); reads never create one."
+    )
+
+
 # ---------------------------------------------------------------- DS4xx operations
 class OperationsError(DurableError):
     code = "DS400"

@@ -50,6 +50,8 @@ DISPATCHER_COLUMNS = ("dispatch_id", "scope_routing_id", "schedule_id", "lease_o
 DISPATCHER_FUNCTIONS = ("claim_schedule_dispatch(text, interval, integer)",)
 RUNTIME_FUNCTIONS = ("claim_work_dispatch(text, interval, integer)", "durable_schedule_clock(text)",
                      "durable_schedule_enter_scope(text)",
+                     "durable_schedule_enter_scope_to_read(text)",
+                     "durable_schedule_is_identifier(text)",
                      "durable_schedule_leave_scope(text, text, text)")
 
 

@@ -48,6 +48,7 @@ SCOPE_SETTING = "durable_schedule.scope_id"
 ROUTING_SETTING = "durable_schedule.routing_id"
 
 _ENTER_SCOPE = "select * from durable_schedule_enter_scope(%s)"
+_ENTER_SCOPE_TO_READ = "select * from durable_schedule_enter_scope_to_read(%s)"
 _LEAVE_SCOPE = "select durable_schedule_leave_scope(%s, %s, %s)"
 _ENTER_ROUTED = "select durable_schedule_enter_routed(%s)"
 _LEAVE_NESTED = "select set_config(%s, '', true), set_config('role', %s, true)"
@@ -158,18 +159,21 @@ def _wrong_role(exc: DatabaseError) -> WrongRole | None:
 
 
 @contextmanager
-def scoped(scope_id: str, *, using: str | None = None) -> Iterator[object]:
+def scoped(scope_id: str, *, using: str | None = None, create: bool = True) -> Iterator[object]:
     """Run the block as ``durable_runtime`` with the local scope set; yields a raw cursor.
 
-    Creates the scope row on first use (its routing id and generation are needed by dispatch
-    rows and fences). Restores the caller's role and scope on exit; a savepoint rolled back
+    ``create=True`` (writes) creates the scope row on first use: its routing id and generation
+    are needed by dispatch rows and fences, and a block that raises rolls the insert back with
+    its savepoint, so only a committed write creates a scope. Reads pass ``create=False``: they
+    never write, and an unknown scope reads as an empty one (docs/security.md "Reads never
+    create scopes"). Restores the caller's role and scope on exit; a savepoint rolled back
     inside the block that dropped the scope or role is refused with ScopeLost (DS305).
     """
     validate_scope_id(scope_id)
     conn = connection(using)
     with transaction.atomic(using=conn.alias), _cursor(conn) as cur:
         try:
-            cur.execute(_ENTER_SCOPE, [scope_id])
+            cur.execute(_ENTER_SCOPE if create else _ENTER_SCOPE_TO_READ, [scope_id])
         except DatabaseError as exc:
             raise (_wrong_role(exc) or exc) from exc
         previous_role, previous_scope = cur.fetchone()

@@ -77,6 +77,31 @@ END
 $fn$;
 REVOKE ALL ON FUNCTION durable_schedule_check_claim(text, interval, integer) FROM PUBLIC;
 
+-- name: reads never create tenants -- durable_schedule_enter_scope (0002) inserts the scope row
+-- (INSERT ... ON CONFLICT DO NOTHING) so that a write finds its routing id and fences; a read
+-- through it left a permanent scope row behind for any typo ('typo-scope' then showed in the
+-- admin's scope filter). Reads enter through this twin, which sets role and scope exactly the
+-- same way and writes nothing; an unknown scope then reads as an empty one. A write that fails
+-- rolls its savepoint back, insert included, so only a committed write creates a scope.
+CREATE FUNCTION durable_schedule_enter_scope_to_read(p_scope text)
+RETURNS TABLE (previous_role text, previous_scope text)
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+BEGIN
+    previous_role := current_user;
+    previous_scope := coalesce(current_setting('durable_schedule.scope_id', true), '');
+    PERFORM set_config('role', 'durable_runtime', true);
+    IF current_user <> 'durable_runtime' THEN
+        RAISE EXCEPTION 'DS302: scoped work must run as durable_runtime, current_user is %',
+            current_user USING ERRCODE = '42501';
+    END IF;
+    PERFORM set_config('durable_schedule.scope_id', p_scope, true);
+    RETURN NEXT;
+END
+$fn$;
+REVOKE ALL ON FUNCTION durable_schedule_enter_scope_to_read(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_schedule_enter_scope_to_read(text) TO durable_runtime;
+
 -- name: no public execute -- no function of the store is executable by PUBLIC (docs/security.md
 -- "Functions"). CREATE FUNCTION grants EXECUTE to PUBLIC by default, and the functions
 -- django-pgtrigger installs for the append-only models (pgtrigger_append_only_*,
@@ -132,7 +157,8 @@ BEGIN
     FOREACH f IN ARRAY ARRAY['durable_schedule_check_claim(text, interval, integer)',
                              'durable_schedule_is_identifier(text)',
                              'durable_schedule_store_functions()',
-                             'durable_schedule_revoke_public_execute()'] LOOP
+                             'durable_schedule_revoke_public_execute()',
+                             'durable_schedule_enter_scope_to_read(text)'] LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
     END LOOP;
 END
