@@ -1,7 +1,7 @@
 """The schedule API (DESIGN §1, §2 "schedules API"; docs/schedules.md).
 
 ``create`` / ``update`` / ``delete`` / ``release_after_recovery`` / ``suspend`` change a schedule;
-``get`` / ``list`` read. Every call runs in the scoped transaction form and nests in the
+``get`` / ``list`` read; ``occurrences`` / ``produced_work`` read a schedule's past (paged). Every call runs in the scoped transaction form and nests in the
 caller's ``transaction.atomic()``. Specs: ``At(when)``, ``After(delay)``,
 ``Every(interval, anchor=None)``.
 """
@@ -17,16 +17,20 @@ from durable_schedule.schedules.api import (
 )
 from durable_schedule.schedules.api import list_schedules as list
 from durable_schedule.schedules.info import ScheduleInfo
+from durable_schedule.schedules.occurrences import OccurrenceInfo, occurrences, produced_work
 
 __all__ = [
     "After",
     "At",
     "Every",
+    "OccurrenceInfo",
     "ScheduleInfo",
     "create",
     "delete",
     "get",
     "list",
+    "occurrences",
+    "produced_work",
     "release_after_recovery",
     "suspend",
     "update",

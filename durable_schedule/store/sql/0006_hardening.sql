@@ -77,6 +77,12 @@ END
 $fn$;
 REVOKE ALL ON FUNCTION durable_schedule_check_claim(text, interval, integer) FROM PUBLIC;
 
+-- name: occurrence paging -- schedules.occurrences() pages one schedule's occurrences by id in
+-- one index range scan (keyset paging; PERFORMANCE.md: no sort of a schedule's whole history).
+-- The produced-Work read uses durable_schedule_occurrence_linked (0004).
+CREATE INDEX durable_schedule_occurrence_by_schedule
+    ON durable_schedule_occurrence (scope_id, schedule_id, id);
+
 -- name: reads never create tenants -- durable_schedule_enter_scope (0002) inserts the scope row
 -- (INSERT ... ON CONFLICT DO NOTHING) so that a write finds its routing id and fences; a read
 -- through it left a permanent scope row behind for any typo ('typo-scope' then showed in the
