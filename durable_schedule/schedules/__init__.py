@@ -1,7 +1,8 @@
 """The schedule API (DESIGN §1, §2 "schedules API"; docs/schedules.md).
 
 ``create`` / ``update`` / ``delete`` / ``release_after_recovery`` / ``suspend`` change a schedule;
-``get`` / ``list`` read; ``occurrences`` / ``produced_work`` read a schedule's past (paged). Every call runs in the scoped transaction form and nests in the
+``get`` / ``list`` read; ``occurrences`` / ``produced_work`` read a schedule's past (paged).
+Every call runs in the scoped transaction form and nests in the
 caller's ``transaction.atomic()``. Specs: ``At(when)``, ``After(delay)``,
 ``Every(interval, anchor=None)``.
 """
