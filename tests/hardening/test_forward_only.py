@@ -3,6 +3,7 @@ saying why, and changes nothing (neither the schema nor django_migrations)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import uuid
@@ -14,8 +15,6 @@ from django.db.migrations.exceptions import IrreversibleError
 from django.db.migrations.loader import MigrationLoader
 from psycopg import sql
 
-from durable_schedule.errors import ForwardOnlyStore
-from durable_schedule.store.forward_only import RefuseReverse
 from tests.conftest import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,11 +40,15 @@ order by 1
 
 def _manage(url: str, *args: str) -> subprocess.CompletedProcess:
     env = {"DATABASE_URL": url, "PATH": "/usr/bin:/bin"}
+    if "PYTHONPATH" in os.environ:  # run against the tree under test, not an installed copy
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return subprocess.run([sys.executable, "testproject/manage.py", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
 
 
 def test_forward_only__every_migration_of_the_package_ends_with_the_refusal():
+    from durable_schedule.store.forward_only import RefuseReverse
+
     loader = MigrationLoader(None, ignore_no_migrations=True)
     ours = [m for (app, _), m in loader.disk_migrations.items() if app == "durable_schedule"]
     assert len(ours) >= 5
@@ -55,6 +58,9 @@ def test_forward_only__every_migration_of_the_package_ends_with_the_refusal():
 
 
 def test_forward_only__the_error_is_djangos_irreversible_error_with_a_reason():
+    from durable_schedule.errors import ForwardOnlyStore
+    from durable_schedule.store.forward_only import RefuseReverse
+
     op = RefuseReverse("0002_work_runtime")
     with pytest.raises(IrreversibleError) as caught:
         op.database_backwards("durable_schedule", None, None, None)

@@ -15,7 +15,6 @@ import pytest
 from durable_schedule.errors import InvalidArgument, InvalidIdentifier, InvalidLease, InvalidScope
 from durable_schedule.processor.dispatcher import validate_lease
 from durable_schedule.schedules import validation
-from durable_schedule.store import identifiers
 from durable_schedule.store.transactions import validate_scope_id
 from durable_schedule.work import runtime
 from durable_schedule.work.enqueue import identifier
@@ -34,6 +33,8 @@ FINE = ["tenant-7", "b\u00e4r", "\u65e5\u672c", "a b", "\U0001f600", "x\u00a0y",
 
 
 def _python_refused(wrap) -> set[int]:
+    from durable_schedule.store import identifiers
+
     return {cp for cp in range(1, 0x110000)
             if cp not in SURROGATES and not identifiers.is_identifier(wrap(chr(cp)))}
 
@@ -49,6 +50,8 @@ def _sql_refused(cur, template: str) -> set[int]:
 
 @pytest.mark.django_db
 def test_parity__sql_and_python_agree_on_every_code_point(pg):
+    from durable_schedule.store import identifiers
+
     cur = pg.cursor()
     become(cur, RUNTIME)  # the role that evaluates the table constraints
     # Alone, a character is refused when it is forbidden or whitespace ...
@@ -69,6 +72,8 @@ def test_parity__sql_and_python_agree_on_every_code_point(pg):
 
 
 def test_tables__cover_every_forbidden_character_of_this_pythons_unicodedata():
+    from durable_schedule.store import identifiers
+
     table = {cp for a, b in identifiers.FORBIDDEN for cp in range(a, b + 1)}
     running = {cp for cp in range(0x110000)
                if unicodedata.category(chr(cp)) in FORBIDDEN_CATEGORIES}
@@ -80,6 +85,8 @@ def test_tables__cover_every_forbidden_character_of_this_pythons_unicodedata():
 
 
 def test_sql_file__carries_exactly_the_python_tables():
+    from durable_schedule.store import identifiers
+
     text = (ROOT / "durable_schedule/store/sql/0006_hardening.sql").read_text()
     body = text[text.index("CREATE FUNCTION durable_schedule_is_identifier"):]
     literals = [lit.replace("\\\\", "\\") for lit in re.findall(r"E'([^']*)'", body)[:2]]

@@ -15,7 +15,6 @@ from django.test import RequestFactory
 from durable_schedule import schedules, work
 from durable_schedule.admin import scoping
 from durable_schedule.errors import ScheduleNotFound, WorkNotFound
-from durable_schedule.operations.scopes import provision_scope
 
 pytestmark = pytest.mark.django_db
 TYPO = "typo-scope"
@@ -69,6 +68,8 @@ def test_writes__the_first_committed_write_creates_the_scope_a_failed_one_does_n
 
 
 def test_provision_scope__is_the_explicit_operator_call_and_is_idempotent(clock):
+    from durable_schedule.operations.scopes import provision_scope
+
     first = provision_scope("tenant-new")
     again = provision_scope("tenant-new")
     assert first == again and first.generation == 1
