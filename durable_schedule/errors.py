@@ -307,7 +307,7 @@ class InvalidLease(OperationsError):
     code = "DS404"
     next_action = (
         "Lease owner: the identifier rule (docs/security.md \"Identifiers\"); lease: a plain "
-        "duration that applies as > 0 and <= 10 minutes from the database clock."
+        "duration (no month or day part) > 0 and <= 10 minutes."
     )
 
 

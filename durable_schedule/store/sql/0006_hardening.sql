@@ -36,20 +36,21 @@ ALTER TABLE durable_work ADD CONSTRAINT durable_work_identifiers
 -- name: claim arguments -- replaces the check both claim functions PERFORM before they touch a
 -- row (0002_security.sql), so the claim bodies stay as they are. Two changes:
 -- * the lease owner follows the identifier rule above;
--- * the lease is checked as it will be APPLIED: the claim sets lease_expires_at = now + lease,
---   and for an interval with month or day parts that span depends on the instant and the
---   session TimeZone ('1 mon -30 days 5 min' is 5 min in April, 1 day 5 min in March and
---   negative in February; an interval comparison counts every month as 30 days). So the check
---   reads the clock seam as the claim does and measures (now + lease) - now in seconds.
--- VOLATILE now: it reads the clock.
+-- * a calendar-valued lease is refused. The claim writes lease_expires_at = now + lease, and an
+--   interval with a month or day part applies a length that depends on the instant and the
+--   session TimeZone: '1 mon -30 days 5 min' compares as 5 minutes (interval comparison counts
+--   a month as 30 days) yet applies as 1 day 5 min from 2031-03-10, as a negative (already
+--   expired) lease in February, as 5 minutes in April; a day across a DST change lasts 23 or
+--   25 hours. Checking the applied length at one instant is not enough: the check and the claim
+--   read the clock microseconds apart, and a month end or DST change between the two readings
+--   turns an accepted 5 minutes into 1 day 5 min (tests/hardening/test_calendar_leases.py shows
+--   such a pair of instants). With no month and no day part, now + lease - now is the nominal
+--   length at every instant and in every TimeZone, so the bound below is the applied lease.
 CREATE OR REPLACE FUNCTION durable_schedule_check_claim(lease_owner text, lease_duration interval,
                                                         max_rows integer)
 RETURNS void
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql IMMUTABLE
 AS $fn$
-DECLARE
-    now_ts timestamptz;
-    applied numeric;
 BEGIN
     IF lease_owner IS NULL OR NOT durable_schedule_is_identifier(lease_owner) THEN
         RAISE EXCEPTION 'DS404: lease owner must be non-blank text without control, format or '
@@ -62,11 +63,14 @@ BEGIN
         RAISE EXCEPTION 'DS404: lease duration must be > 0 and <= 10 minutes, got NULL'
             USING ERRCODE = '22023';
     END IF;
-    now_ts := durable_schedule_clock('clock');
-    applied := extract(epoch FROM now_ts + lease_duration) - extract(epoch FROM now_ts);
-    IF applied <= 0 OR applied > 600 THEN
-        RAISE EXCEPTION 'DS404: lease duration must apply as > 0 and <= 10 minutes, got % '
-                        '(% seconds from %)', lease_duration, applied, now_ts
+    IF extract(year FROM lease_duration) <> 0 OR extract(month FROM lease_duration) <> 0
+       OR extract(day FROM lease_duration) <> 0 THEN
+        RAISE EXCEPTION 'DS404: lease duration must be a plain duration (no month or day part: '
+                        'their length depends on the date and TimeZone), got %', lease_duration
+            USING ERRCODE = '22023';
+    END IF;
+    IF lease_duration <= interval '0' OR lease_duration > interval '10 minutes' THEN
+        RAISE EXCEPTION 'DS404: lease duration must be > 0 and <= 10 minutes, got %', lease_duration
             USING ERRCODE = '22023';
     END IF;
     IF max_rows IS NULL OR max_rows < 1 OR max_rows > 1000 THEN
