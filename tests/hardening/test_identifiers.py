@@ -162,3 +162,22 @@ def test_tables__refuse_hostile_identifiers_written_past_the_python_layer(pg, co
             assert err is None, (column, err)
         else:
             assert err is not None and err.sqlstate == "23514", (column, err)
+
+
+@pytest.mark.django_db
+def test_tables__a_row_stored_by_older_code_with_such_a_character_can_still_move(pg):
+    # Only inserts are checked: a Work row accepted before the rule (simulated by inserting
+    # with the trigger disabled) must still be able to finish.
+    cur = pg.cursor()
+    seed_scope(cur, "tenant-a")
+    cur.execute("alter table durable_work disable trigger durable_work_identifiers")
+    cur.execute("insert into durable_work (scope_id, work_id, command_id, idempotency_key,"
+                " work_name, work_version, payload, provider_safety, fingerprint_schema,"
+                " fingerprint_digest, retry_policy, accepted_at, due_at, updated_at)"
+                " values ('tenant-a', gen_random_uuid(), 'old\u202ecmd', 'k', 'n', 'v1', '{}',"
+                " 'idempotent', 'v1', 'x', '{}', now(), now(), now())")
+    cur.execute("alter table durable_work enable trigger durable_work_identifiers")
+    become(cur, RUNTIME, "tenant-a")
+    cur.execute("update durable_work set state = 'succeeded', finished_at = now(),"
+                " updated_at = now() where command_id = 'old\u202ecmd'")
+    assert cur.rowcount == 1

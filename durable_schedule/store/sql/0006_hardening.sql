@@ -11,9 +11,9 @@
 -- escapes whatever standard_conforming_strings says. tests/hardening/test_identifiers.py
 -- proves SQL and Python agree on every code point. The operator is schema-qualified instead of
 -- pinning search_path (nothing in the body resolves through the caller's search_path), and the
--- function is neither STRICT nor SET: both would stop PostgreSQL from inlining it into the CHECK
--- constraints below. Inlined it costs what the old inline [[:cntrl:]] regex cost (measured,
--- 200,000 calls: 0.36-0.52 s against 1.0-2.1 s pinned). NULL gives NULL, as a CHECK wants.
+-- function is neither STRICT nor SET: both would stop PostgreSQL from inlining it into the
+-- expressions that call it. Inlined it costs what the old inline [[:cntrl:]] regex cost
+-- (measured, 200,000 calls: 0.36-0.52 s against 1.0-2.1 s pinned). NULL gives NULL.
 CREATE FUNCTION durable_schedule_is_identifier(value text)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -22,20 +22,54 @@ AS $fn$
        AND value OPERATOR(pg_catalog.!~) E'^[\\u0009-\\u000d\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028-\\u2029\\u202f\\u205f\\u3000]*$'
 $fn$;
 REVOKE ALL ON FUNCTION durable_schedule_is_identifier(text) FROM PUBLIC;
--- CHECK constraints call it as the inserting role (the runtime).
+-- The insert trigger below calls it as the inserting role (the runtime).
 GRANT EXECUTE ON FUNCTION durable_schedule_is_identifier(text) TO durable_runtime;
 
--- New rows obey the rule in the tables too (NOT VALID: rows accepted by older code stay
--- readable; they are not rewritten, and a later update of the column must obey the rule).
-ALTER TABLE durable_schedule_scope ADD CONSTRAINT durable_schedule_scope_identifier
-    CHECK (durable_schedule_is_identifier(scope_id)) NOT VALID;
-ALTER TABLE durable_schedule_definition ADD CONSTRAINT durable_schedule_definition_identifier
-    CHECK (durable_schedule_is_identifier(schedule_id)) NOT VALID;
-ALTER TABLE durable_work ADD CONSTRAINT durable_work_identifiers
-    CHECK (durable_schedule_is_identifier(command_id)
-           AND durable_schedule_is_identifier(idempotency_key)
-           AND durable_schedule_is_identifier(work_name)
-           AND durable_schedule_is_identifier(work_version)) NOT VALID;
+-- New rows obey the rule in the tables too, for a writer that bypasses the Python layer. A
+-- BEFORE INSERT trigger, not a CHECK constraint: PostgreSQL checks a CHECK (even a NOT VALID
+-- one) on every UPDATE of a row, so a row accepted by an older version with such a character
+-- could no longer move (a Work row could not finish, a schedule's cursor could not advance).
+-- Identifier columns are never updated (no role holds UPDATE on them), so checking inserts
+-- covers every identifier written from now on and leaves older rows workable.
+CREATE FUNCTION durable_schedule_refuse_bad_identifiers()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $fn$
+DECLARE
+    bad text;
+BEGIN
+    IF TG_TABLE_NAME = 'durable_schedule_scope' THEN
+        IF NOT durable_schedule_is_identifier(NEW.scope_id) THEN
+            RAISE EXCEPTION 'DS301: scope_id breaks the identifier rule (blank, or a control, '
+                            'format or separator character)' USING ERRCODE = '23514';
+        END IF;
+        RETURN NEW;
+    ELSIF TG_TABLE_NAME = 'durable_schedule_definition' THEN
+        IF NOT durable_schedule_is_identifier(NEW.schedule_id) THEN
+            bad := 'schedule_id';
+        END IF;
+    ELSIF TG_TABLE_NAME = 'durable_work' THEN
+        bad := CASE WHEN NOT durable_schedule_is_identifier(NEW.command_id) THEN 'command_id'
+                    WHEN NOT durable_schedule_is_identifier(NEW.idempotency_key)
+                        THEN 'idempotency_key'
+                    WHEN NOT durable_schedule_is_identifier(NEW.work_name) THEN 'work_name'
+                    WHEN NOT durable_schedule_is_identifier(NEW.work_version) THEN 'work_version'
+               END;
+    END IF;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'DS115: % breaks the identifier rule (blank, or a control, format or '
+                        'separator character)', bad USING ERRCODE = '23514';
+    END IF;
+    RETURN NEW;
+END
+$fn$;
+REVOKE ALL ON FUNCTION durable_schedule_refuse_bad_identifiers() FROM PUBLIC;
+CREATE TRIGGER durable_schedule_scope_identifier BEFORE INSERT ON durable_schedule_scope
+    FOR EACH ROW EXECUTE FUNCTION durable_schedule_refuse_bad_identifiers();
+CREATE TRIGGER durable_schedule_definition_identifier BEFORE INSERT ON durable_schedule_definition
+    FOR EACH ROW EXECUTE FUNCTION durable_schedule_refuse_bad_identifiers();
+CREATE TRIGGER durable_work_identifiers BEFORE INSERT ON durable_work
+    FOR EACH ROW EXECUTE FUNCTION durable_schedule_refuse_bad_identifiers();
 
 -- name: claim arguments -- replaces the check both claim functions PERFORM before they touch a
 -- row (0002_security.sql), so the claim bodies stay as they are. Two changes:
@@ -170,6 +204,7 @@ DECLARE
 BEGIN
     FOREACH f IN ARRAY ARRAY['durable_schedule_check_claim(text, interval, integer)',
                              'durable_schedule_store_functions()',
+                             'durable_schedule_refuse_bad_identifiers()',
                              'durable_schedule_revoke_public_execute()',
                              'durable_schedule_enter_scope_to_read(text)'] LOOP
         EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
