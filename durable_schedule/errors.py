@@ -1,4 +1,5 @@
-"""The one error hierarchy of durable_schedule (DESIGN §2 "diagnostics", STYLE 7).
+"""The one error hierarchy of durable_schedule (docs/architecture.md "diagnostics",
+docs/protocol/conventions.md rule C7).
 
 Every error carries a stable diagnostic ``code`` (``DS1xx`` schedule, ``DS2xx`` work, ``DS3xx``
 security, ``DS4xx`` operations), a ``retriable`` flag and a ``next_action`` sentence that tells
@@ -335,6 +336,21 @@ class ForwardOnlyStore(OperationsError, IrreversibleError):
         "The store is forward-only: nothing was changed. To go back, restore a backup taken "
         "before the migration, then `manage.py durable_recover --bump-epoch`."
     )
+
+
+class ScopeRequired(InvalidArgument):
+    code = "DS410"
+    next_action = ("Pass the scope, or set DURABLE_SCHEDULE['DEFAULT_SCOPE'] in a single-tenant "
+                   "project (docs/getting-started.md).")
+
+
+class InvalidDefaultScope(OperationsError, ValueError):
+    """Raised by the settings check (``durable_schedule.E005``) for a bad DEFAULT_SCOPE."""
+
+    code = "DS411"
+    next_action = ("Set DURABLE_SCHEDULE['DEFAULT_SCOPE'] to None or to a scope id: 1-200 "
+                   "characters, not only whitespace, no control, format or separator characters, "
+                   "no surrounding spaces (docs/security.md \"Identifiers\").")
 
 
 def all_error_classes() -> list[type[DurableError]]:

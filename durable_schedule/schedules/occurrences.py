@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
+from durable_schedule.default_scope import scope_optional
 from durable_schedule.errors import InvalidArgument, ScheduleNotFound
 from durable_schedule.schedules import validation as check
 from durable_schedule.store.sqlfiles import query
@@ -77,6 +78,7 @@ def _read(scope: str, schedule_id: str, name: str, params: dict) -> list[tuple]:
     return [r for r in rows if r[0] is not None]  # one row of NULLs: the schedule has none
 
 
+@scope_optional
 def occurrences(scope: str, schedule_id: str, *, after: int = 0, before: int | None = None,
                 limit: int = 100, newest_first: bool = False) -> list[OccurrenceInfo]:
     """A page of ``schedule_id``'s occurrences (one query)."""
@@ -99,6 +101,7 @@ def occurrences(scope: str, schedule_id: str, *, after: int = 0, before: int | N
                            work_id=r[6], created_at=r[7], updated_at=r[8]) for r in rows]
 
 
+@scope_optional
 def produced_work(scope: str, schedule_id: str, *, after: int = 0,
                   limit: int = 100) -> list[WorkInfo]:
     """A page of the Work ``schedule_id`` produced, in occurrence order (one query)."""
