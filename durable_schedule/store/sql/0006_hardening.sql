@@ -120,7 +120,8 @@ $fn$;
 REVOKE ALL ON FUNCTION durable_schedule_check_claim(text, interval, integer) FROM PUBLIC;
 
 -- name: occurrence paging -- schedules.occurrences() pages one schedule's occurrences by id in
--- one index range scan (keyset paging; PERFORMANCE.md: no sort of a schedule's whole history).
+-- one index range scan (keyset paging, docs/protocol/index.md "Speed": never a sort of a
+-- schedule's whole history).
 -- The produced-Work read uses durable_schedule_occurrence_linked (0004).
 CREATE INDEX durable_schedule_occurrence_by_schedule
     ON durable_schedule_occurrence (scope_id, schedule_id, id);
