@@ -216,7 +216,8 @@ $pin$;
 SELECT durable_schedule_revoke_public_execute();
 
 -- name: version -- schema 5, floor unchanged: additive for code of schema 4 (its claims pass the
--- stricter check, its reads still enter through durable_schedule_enter_scope, its writes obey
--- the identifier rule its own validators apply), so old and new processes may share the store
+-- stricter check, its reads still enter through durable_schedule_enter_scope; an identifier it
+-- would accept that breaks the new rule is refused by the insert trigger, SQLSTATE 23514,
+-- instead of stored), so old and new processes may share the store
 -- during a rolling deploy (docs/compatibility.md). Code of schema 5 needs schema 5.
 UPDATE durable_schedule_store SET schema_version = 5, updated_at = now();
