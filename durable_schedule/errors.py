@@ -239,6 +239,31 @@ class WorkStateConflict(WorkError):
     )
 
 
+# DS241-DS245: the django.tasks backend (docs/tasks.md).
+class InvalidTaskArguments(WorkError, TypeError):
+    code = "DS241"
+    next_action = (
+        "Task arguments and return values are JSON: pass ids and plain values, not model "
+        "instances or datetimes (send isoformat() strings); the path names the argument."
+    )
+
+
+class TaskOptionsConflict(WorkError):
+    code = "DS242"
+    next_action = (
+        "One task module path is one Work definition per version: give changed options "
+        "(safety, policy) a new version option, and define the task once per process."
+    )
+
+
+class InvalidTaskOptions(WorkError):
+    code = "DS243"
+    next_action = (
+        "Fix the durable task option or the backend's OPTIONS named in the message "
+        "(docs/tasks.md \"Options\")."
+    )
+
+
 # ---------------------------------------------------------------- DS3xx security
 class SecurityError(DurableError):
     code = "DS300"
@@ -279,7 +304,7 @@ class ScopeNotFound(SecurityError):
     code = "DS306"
     next_action = (
         "Check the scope id: a scope exists once something was written into it (or "
-        "operations.scopes.provision_scope created it); reads never create one."
+        "operations.provisioning.provision_scope created it); reads never create one."
     )
 
 
@@ -351,6 +376,35 @@ class InvalidDefaultScope(OperationsError, ValueError):
     next_action = ("Set DURABLE_SCHEDULE['DEFAULT_SCOPE'] to None or to a scope id: 1-200 "
                    "characters, not only whitespace, no control, format or separator characters, "
                    "no surrounding spaces (docs/security.md \"Identifiers\").")
+
+
+class InvalidHeartbeat(OperationsError):
+    code = "DS425"
+    next_action = ("A runner heartbeat was refused (bad field or a runner id of another process):"
+                   " restart the runner; it takes a fresh runner id.")
+
+
+class StoreUnreachable(OperationsError):
+    code = "DS426"
+    next_action = ("Check DATABASES / DATABASE_URL, the network and the pooler; durable_status "
+                   "exits 2 until the store answers.")
+
+
+class InvalidRetention(OperationsError):
+    code = "DS427"
+    next_action = ("Give --older-than as a positive duration such as 30d, 12h or 90m, at least "
+                   "the minimum of docs/operations.md \"Retention\".")
+
+
+class PartitionArchiveRefused(OperationsError):
+    code = "DS428"
+    next_action = ("Archive only months before the current one, and drop only partitions whose "
+                   "transcript (.jsonl + .sha256) was written and verified.")
+
+
+class MetricsUnavailable(OperationsError):
+    code = "DS429"
+    next_action = "Install the metrics extra: pip install 'durable-schedule[metrics]'."
 
 
 def all_error_classes() -> list[type[DurableError]]:

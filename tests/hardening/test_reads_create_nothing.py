@@ -68,7 +68,7 @@ def test_writes__the_first_committed_write_creates_the_scope_a_failed_one_does_n
 
 
 def test_provision_scope__is_the_explicit_operator_call_and_is_idempotent(clock):
-    from durable_schedule.operations.scopes import provision_scope
+    from durable_schedule.operations.provisioning import provision_scope
 
     first = provision_scope("tenant-new")
     again = provision_scope("tenant-new")

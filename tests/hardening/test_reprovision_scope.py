@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 
 from durable_schedule import schedules
 from durable_schedule.errors import ReleaseRefused, ScopeNotFound
-from durable_schedule.operations.scopes import reprovision_scope
+from durable_schedule.operations.provisioning import reprovision_scope
 from tests.conftest import T0
 from tests.schedules.conftest import HOUR, MINUTE, SECOND, definition, run_pass, works
 

@@ -9,8 +9,8 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from durable_schedule.errors import DurableError
+from durable_schedule.operations.provisioning import reprovision_scope
 from durable_schedule.operations.recovery import bump_runtime_epoch, release_all
-from durable_schedule.operations.scopes import reprovision_scope
 
 
 class Command(BaseCommand):

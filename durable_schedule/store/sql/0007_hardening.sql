@@ -1,4 +1,4 @@
--- durable_schedule store, schema 5: hardening (issue 11). Released files are never edited.
+-- durable_schedule store, schema 6: hardening (issue 11). Released files are never edited.
 -- Runs inside the migration's transaction: every function below is created and has EXECUTE
 -- revoked from PUBLIC atomically.
 
@@ -171,7 +171,7 @@ AS $fn$
        AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
                         WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.objid = p.oid
                           AND d.deptype = 'e')
-       AND (p.proname ~ '^(durable_schedule_|durable_work_|claim_schedule_dispatch$|claim_work_dispatch$|ensure_schedule_history_partitions$|_pgtrigger_should_ignore$)'
+       AND (p.proname ~ '^(durable_|claim_schedule_dispatch$|claim_work_dispatch$|ensure_schedule_history_partitions$|_pgtrigger_should_ignore$)'
             OR p.oid IN (SELECT t.tgfoid FROM pg_catalog.pg_trigger t
                            JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
                           WHERE c.relnamespace = p.pronamespace
@@ -215,9 +215,9 @@ $pin$;
 
 SELECT durable_schedule_revoke_public_execute();
 
--- name: version -- schema 5, floor unchanged: additive for code of schema 4 (its claims pass the
+-- name: version -- schema 6, floor unchanged: additive for older code (its claims pass the
 -- stricter check, its reads still enter through durable_schedule_enter_scope; an identifier it
 -- would accept that breaks the new rule is refused by the insert trigger, SQLSTATE 23514,
 -- instead of stored), so old and new processes may share the store
--- during a rolling deploy (docs/compatibility.md). Code of schema 5 needs schema 5.
-UPDATE durable_schedule_store SET schema_version = 5, updated_at = now();
+-- during a rolling deploy (docs/compatibility.md). Code of schema 6 needs schema 6.
+UPDATE durable_schedule_store SET schema_version = 6, updated_at = now();
