@@ -74,3 +74,10 @@ def test_provision_scope__is_the_explicit_operator_call_and_is_idempotent(clock)
     again = provision_scope("tenant-new")
     assert first == again and first.generation == 1
     assert "tenant-new" in _scopes()
+
+
+def test_tasks_result_read__of_an_unknown_scope_creates_none(clock):
+    from durable_schedule.tasks import results
+
+    assert results.read(TYPO, uuid.uuid4()) is None
+    assert TYPO not in _scopes()
