@@ -46,7 +46,7 @@ from durable_schedule.errors import (
     UnevaluableGeneration,
 )
 from durable_schedule.evaluation.timeline import (
-    EVALUATOR_VERSION,
+    EVALUATOR_VERSIONS,
     ScheduleSpec,
     as_utc,
     instants_in,
@@ -190,7 +190,7 @@ def decide(
 
     lateness_us = to_us(cutoff) - to_us(found.first)
     evidence: dict[str, Any] = {
-        "evaluator_version": EVALUATOR_VERSION,
+        "evaluator_version": EVALUATOR_VERSIONS[kind],
         "kind": kind,
         "cursor": _iso(cursor),
         "cutoff": _iso(cutoff),
@@ -204,6 +204,11 @@ def decide(
         "slot_occupied": slot.occupied,
         "pending_coalesced_last": _iso(pending_last),
     }
+    if found.local is not None:
+        # Cron: the local wall time (and fold) beside the UTC identity, so an operator sees
+        # why 02:30 ran at 03:00; the count is "at least" when it was not counted to the end.
+        evidence["local"] = found.local
+        evidence["count_exact"] = found.count_exact
     if lateness_us > window_us:
         # Rule 2: a clock jump or a long outage; suspend before moving the cursor or any Work.
         return Decision("suspend", found.first, found.last, found.count, cursor, found.first,

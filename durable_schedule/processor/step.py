@@ -45,6 +45,7 @@ from durable_schedule.errors import (
     SchemaBelowFloor,
     UnevaluableGeneration,
 )
+from durable_schedule.evaluation.cron import fence as tz_rules
 from durable_schedule.evaluation.decision import Decision, SlotState, decide
 from durable_schedule.processor.bridge import OccurrenceIdentity, bridge, link_conflict
 from durable_schedule.processor.dispatcher import Claim
@@ -199,6 +200,12 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
 
     where["phase"] = "evaluate"
     spec = d.spec()
+    changed = tz_rules.check(spec, d.cursor_utc)  # cron only: docs/schedules.md "fingerprint"
+    if changed is not None:
+        reason, evidence = changed
+        evidence["checked_at"] = iso(ctx.now())
+        ctx.suspend(reason, evidence)
+        return ScheduleOutcome(**base, action="suspend", reason=reason, detail=evidence), False
     cutoff = ctx.now()
     occupant = _lock_slot(cur, scope_id, schedule_id)
     pending = _lock_pending(cur, scope_id, schedule_id, d.generation)
@@ -426,6 +433,10 @@ def _detail(decision: Decision, bridged, to_bridge, pending, occupant, completed
         "next_due": iso(due), "completed": completed,
         "slot_work_id": None if occupant is None else str(occupant),
     }
+    if decision.evidence and "local" in decision.evidence:
+        # Cron: wall time and fold of first/last; the count is "at least" when not exact.
+        detail["local"] = decision.evidence["local"]
+        detail["count_exact"] = decision.evidence["count_exact"]
     if to_bridge is not None:
         detail["occurrence"] = {"kind": to_bridge.kind, "first": to_bridge.first_iso}
     if bridged is not None:

@@ -4,9 +4,11 @@
 ``get`` / ``list`` read; ``occurrences`` / ``produced_work`` read a schedule's past (paged).
 Every call runs in the scoped transaction form and nests in the
 caller's ``transaction.atomic()``. Specs: ``At(when)``, ``After(delay)``,
-``Every(interval, anchor=None)``.
+``Every(interval, anchor=None)``, ``Cron(expression, tz="UTC", *, dst_gap="shift",
+dst_fold="first")``. ``next_instants(spec, after, count=10, ...)`` previews any spec (pure).
 """
 
+from durable_schedule.evaluation.cron.spec import Cron
 from durable_schedule.evaluation.timeline import After, At, Every
 from durable_schedule.schedules.api import (
     create,
@@ -19,10 +21,12 @@ from durable_schedule.schedules.api import (
 from durable_schedule.schedules.api import list_schedules as list
 from durable_schedule.schedules.info import ScheduleInfo
 from durable_schedule.schedules.occurrences import OccurrenceInfo, occurrences, produced_work
+from durable_schedule.schedules.preview import next_instants
 
 __all__ = [
     "After",
     "At",
+    "Cron",
     "Every",
     "OccurrenceInfo",
     "ScheduleInfo",
@@ -30,6 +34,7 @@ __all__ = [
     "delete",
     "get",
     "list",
+    "next_instants",
     "occurrences",
     "produced_work",
     "release_after_recovery",

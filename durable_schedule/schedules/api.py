@@ -35,8 +35,9 @@ from durable_schedule.errors import (
     UnknownWorkTarget,
 )
 from durable_schedule.evaluation.timeline import (
-    EVALUATOR_VERSION,
     ScheduleSpec,
+    bind_spec,
+    evaluator_version_of,
     kind_of,
     next_instant_after,
     spec_to_json,
@@ -114,7 +115,8 @@ def create(
 ) -> ScheduleInfo:
     """Create schedule ``schedule_id`` in ``scope`` with generation 1.
 
-    ``spec``: ``At(when)``, ``After(delay)`` or ``Every(interval, anchor=None)``. ``target``:
+    ``spec``: ``At(when)``, ``After(delay)``, ``Every(interval, anchor=None)`` or
+    ``Cron(expression, tz="UTC", dst_gap="shift", dst_fold="first")``. ``target``:
     ``definition.target(payload=...)`` of registered Work. ``overlap``: ``"queue_one"``.
     ``misfire``: ``"run_once"`` (default) or ``"skip"``. ``safety_window``: how late the
     earliest missed instant may be before the schedule suspends instead of running (default
@@ -131,6 +133,7 @@ def create(
     actor = check.actor(actor)
     with scoped(scope) as cur:
         accepted = records.transaction_clock(cur)
+        spec = bind_spec(spec, scope, schedule_id, accepted)
         due = _first_due(spec, accepted, accepted)
         fences = records.lock_fences(cur, scope)
         existing = records.lock_definition(cur, scope, schedule_id)
@@ -159,8 +162,8 @@ def _insert_generation(cur, scope, schedule_id, generation, spec, accepted, targ
         "scope_id": scope, "schedule_id": schedule_id, "generation": generation,
         "kind": kind_of(spec), "spec": records.to_json(spec_to_json(spec)),
         "accepted_at": accepted, "target": records.to_json(target_json), "overlap": overlap,
-        "misfire": misfire, "safety_window": window, "evaluator_version": EVALUATOR_VERSION,
-        "actor": actor,
+        "misfire": misfire, "safety_window": window,
+        "evaluator_version": evaluator_version_of(spec), "actor": actor,
     })
 
 
@@ -204,6 +207,9 @@ def update(
         d = _locked(cur, scope, schedule_id, expected_revision)
         if spec is None:
             spec = d.spec()  # DS114 when the stored spec is unreadable: pass a new spec
+        # A cron generation re-binds its seed and takes the rules in force now (the repair of
+        # a tz_rules_changed suspension is exactly this).
+        spec = bind_spec(spec, scope, schedule_id, accepted)
         if target_json is None:
             target_json = _stored_target(d)
         overlap, misfire = check.policies(d.overlap if overlap is None else overlap,
