@@ -15,7 +15,7 @@ Why fixed tables instead of ``unicodedata`` at run time: PostgreSQL's regex clas
 (``[[:cntrl:]]``, ``[[:space:]]``) follow the server's locale, not Unicode categories, and
 Python's ``unicodedata`` changes with the Python version (Unicode 14 in 3.11, 15 in 3.12). The
 tables below were generated from Unicode 15.0 (Python 3.12's ``unicodedata``); the SQL function
-``durable_schedule_is_identifier`` (store/sql/0008_hardening.sql) carries the same ranges as an
+``durable_schedule_is_identifier`` (store/sql/0009_hardening.sql) carries the same ranges as an
 explicit bracket expression. ``tests/hardening/test_identifiers.py`` proves both layers agree
 on every code point 0..0x10FFFF and that the tables cover every forbidden character of the
 running Python's ``unicodedata``.

@@ -87,7 +87,7 @@ def test_tables__cover_every_forbidden_character_of_this_pythons_unicodedata():
 def test_sql_file__carries_exactly_the_python_tables():
     from durable_schedule.store import identifiers
 
-    text = (ROOT / "durable_schedule/store/sql/0008_hardening.sql").read_text()
+    text = (ROOT / "durable_schedule/store/sql/0009_hardening.sql").read_text()
     body = text[text.index("CREATE FUNCTION durable_schedule_is_identifier"):]
     literals = [lit.replace("\\\\", "\\") for lit in re.findall(r"E'([^']*)'", body)[:2]]
     assert literals == [identifiers.sql_bracket(identifiers.FORBIDDEN),

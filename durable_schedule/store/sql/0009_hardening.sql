@@ -1,4 +1,4 @@
--- durable_schedule store, schema 7: hardening (issue 11). Released files are never edited.
+-- durable_schedule store, schema 8: hardening (issue 11). Released files are never edited.
 -- Runs inside the migration's transaction: every function below is created and has EXECUTE
 -- revoked from PUBLIC atomically.
 
@@ -215,9 +215,9 @@ $pin$;
 
 SELECT durable_schedule_revoke_public_execute();
 
--- name: version -- schema 7, floor unchanged: additive for older code (its claims pass the
+-- name: version -- schema 8, floor unchanged: additive for older code (its claims pass the
 -- stricter check, its reads still enter through durable_schedule_enter_scope; an identifier it
 -- would accept that breaks the new rule is refused by the insert trigger, SQLSTATE 23514,
 -- instead of stored), so old and new processes may share the store
--- during a rolling deploy (docs/compatibility.md). Code of schema 7 needs schema 7.
-UPDATE durable_schedule_store SET schema_version = 7, updated_at = now();
+-- during a rolling deploy (docs/compatibility.md). Code of schema 8 needs schema 8.
+UPDATE durable_schedule_store SET schema_version = 8, updated_at = now();
