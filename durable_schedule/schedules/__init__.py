@@ -1,7 +1,8 @@
 """The schedule API (docs/architecture.md "schedules API"; docs/schedules.md).
 
 ``create`` / ``update`` / ``delete`` / ``release_after_recovery`` / ``suspend`` change a schedule;
-``get`` / ``list`` read. Every call runs in the scoped transaction form and nests in the
+``get`` / ``list`` read; ``occurrences`` / ``produced_work`` read a schedule's past (paged).
+Every call runs in the scoped transaction form and nests in the
 caller's ``transaction.atomic()``. Specs: ``At(when)``, ``After(delay)``,
 ``Every(interval, anchor=None)``, ``Cron(expression, tz="UTC", *, dst_gap="shift",
 dst_fold="first")``. ``next_instants(spec, after, count=10, ...)`` previews any spec (pure).
@@ -19,6 +20,7 @@ from durable_schedule.schedules.api import (
 )
 from durable_schedule.schedules.api import list_schedules as list
 from durable_schedule.schedules.info import ScheduleInfo
+from durable_schedule.schedules.occurrences import OccurrenceInfo, occurrences, produced_work
 from durable_schedule.schedules.preview import next_instants
 
 __all__ = [
@@ -26,12 +28,15 @@ __all__ = [
     "At",
     "Cron",
     "Every",
+    "OccurrenceInfo",
     "ScheduleInfo",
     "create",
     "delete",
     "get",
     "list",
     "next_instants",
+    "occurrences",
+    "produced_work",
     "release_after_recovery",
     "suspend",
     "update",

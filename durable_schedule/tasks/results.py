@@ -81,8 +81,9 @@ class DurableTaskContext(TaskContext):
 def read(scope: str, work_id: uuid.UUID, *, using: str | None = None
          ) -> tuple[WorkInfo, list[tuple], tuple[str, int]] | None:
     """The Work row, its attempt history and its (queue, priority), in one scoped
-    transaction; None when absent."""
-    with scoped(scope, using=using) as cur:
+    transaction; None when absent. A read: it never creates the scope (docs/security.md
+    "Reads never create scopes")."""
+    with scoped(scope, using=using, create=False) as cur:
         cur.execute(query(_WORK_QUERIES, "get"), {"scope_id": scope, "work_id": work_id})
         row = cur.fetchone()
         if row is None:

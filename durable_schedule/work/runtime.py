@@ -42,6 +42,7 @@ from durable_schedule.evaluation.policy import MAX_INSTANT, bounded_add, lease_e
 from durable_schedule.observability.metrics import timed_claim
 from durable_schedule.observability.tracing import traced_attempt
 from durable_schedule.runner.retry import run_with_retry
+from durable_schedule.store import identifiers
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 from durable_schedule.work import aio, codec
@@ -129,10 +130,10 @@ def _validate(max_items: object, batch: object, owner: object, lease_seconds: ob
             raise InvalidArgument(f"{name} must be an int >= 1", value=value)
     if batch > 1000:
         raise InvalidArgument("batch must be at most 1000 (claim_work_dispatch's limit)")
-    if (not isinstance(owner, str) or not owner.strip() or len(owner) > 200
-            or any(ord(c) < 32 or ord(c) == 127 for c in owner)):
-        raise InvalidLease("lease owner must be 1-200 characters without control characters",
-                           owner=owner)
+    if (not isinstance(owner, str) or len(owner) > 200
+            or identifiers.problem(owner) is not None):  # the rule of store/identifiers.py
+        raise InvalidLease("lease owner must be 1-200 characters, not blank, without control, "
+                           "format or separator characters", owner=owner)
     if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, int | float) or not (
             0 < lease_seconds <= 600):
         raise InvalidLease("lease seconds must be > 0 and <= 600", lease_seconds=lease_seconds)

@@ -1,4 +1,4 @@
--- durable_schedule store, schema 8: queues and priorities for all Work (docs/work.md "Queues
+-- durable_schedule store, schema 9: queues and priorities for all Work (docs/work.md "Queues
 -- and priorities"). Released files are never edited.
 
 -- name: work queue columns -- routing facts of the first acceptance, immutable like the rest.
@@ -8,8 +8,8 @@ ALTER TABLE durable_work
     ADD COLUMN queue_name text NOT NULL DEFAULT 'default',
     ADD COLUMN priority smallint NOT NULL DEFAULT 0,
     ADD CONSTRAINT durable_work_priority_range CHECK (priority BETWEEN -100 AND 100),
-    ADD CONSTRAINT durable_work_queue_name CHECK (
-        length(queue_name) BETWEEN 1 AND 200 AND queue_name = btrim(queue_name));
+    -- The one identifier rule (0009_hardening.sql); every existing row has the default.
+    ADD CONSTRAINT durable_work_queue_name CHECK (durable_schedule_is_identifier(queue_name));
 
 -- The claim reads only dispatch rows, so they carry the two routing facts too, copied from the
 -- Work row when the dispatch row is inserted (a trigger: every insert path gets it, and the
@@ -292,7 +292,7 @@ BEGIN
 END
 $pin$;
 
--- name: version -- schema 8. The floor stays: code of schema 7 calls the claim with three
+-- name: version -- schema 9. The floor stays: code of schema 8 calls the claim with three
 -- arguments (queues default to every queue) and inserts Work without queue and priority (the
 -- defaults), so it keeps working against this schema.
-UPDATE durable_schedule_store SET schema_version = 8, updated_at = now();
+UPDATE durable_schedule_store SET schema_version = 9, updated_at = now();
