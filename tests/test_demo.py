@@ -75,6 +75,10 @@ def test_demo__tells_the_story_in_its_own_database_and_drops_it():
     assert re.search(r"attempt 1 failed \(.+\) -> Work [0-9a-f]{8} pending, next attempt due",
                      out), out
     assert re.search(r"attempt 2 -> Work [0-9a-f]{8} succeeded", out), out
+    assert re.search(r"task add\(40, 2\) -> SUCCESSFUL return_value=42 \(Work [0-9a-f]{8} "
+                     r"succeeded\)", out), out
+    assert re.search(r"periodic task add\(1, 1\) every minute \(cron\) -> 1 run: "
+                     r"Work [0-9a-f]{8} succeeded", out), out
     # What to read next: files that exist, the admin with the user it created, --loop.
     tail = out.split("what to read next", 1)[1]
     for path in re.findall(r"^\s+((?:scripts|testproject)/\S+)", tail, re.MULTILINE):

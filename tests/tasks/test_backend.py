@@ -225,3 +225,16 @@ def test_queue_name__routes_the_task_to_its_queue(committed_clock):
     assert run_pass(max_items=5, queues=["default"]).claimed == 0
     assert run_pass(max_items=5, queues=["emails"]).succeeded == 1
     assert demo.send_welcome.get_result(result.id).task.queue_name == "emails"
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "other"])
+def test_enqueue__a_transaction_on_another_alias_does_not_include_the_task(committed_clock):
+    # The task is written through the store's alias ("default"), which has no transaction open
+    # here, so it commits at once: rolling back the other alias's transaction keeps it.
+    class Boom(Exception):
+        pass
+
+    with pytest.raises(Boom), transaction.atomic(using="other"):
+        result = demo.add.enqueue(5, 5)
+        raise Boom
+    assert demo.add.get_result(result.id).status == TaskResultStatus.READY

@@ -121,6 +121,28 @@ class Command(BaseCommand):
         self.say(f"  attempt {info.attempt} -> {self.work_line(info.work_id)}, "
                  f"result {info.result}")
 
+    def chapter_tasks(self) -> None:
+        from demo import tasks as demo_tasks
+        from durable_schedule import tasks
+
+        self.say("\n-- Django's @task on the durable backend: enqueued in the caller's transaction,"
+                 " and a periodic task from a schedule (docs/tasks.md)")
+        with tasks.scope(SCOPE), transaction.atomic():
+            Order.objects.create(number=50)
+            result = demo_tasks.add.enqueue(40, 2)
+        schedules.create(SCOPE, "every-minute-add", schedules.Cron("* * * * *"),
+                         tasks.target(demo_tasks.add, 1, 1))
+        self.clock.advance(timedelta(minutes=1))
+        process_due(max_schedules=100, lease_owner="demo")
+        self.work_pass()
+        runs = schedules.produced_work(SCOPE, "every-minute-add")
+        self.say(f"periodic task add(1, 1) every minute (cron) -> {len(runs)} run: "
+                 + ", ".join(self.work_line(r.work_id) for r in runs))
+        with tasks.scope(SCOPE):
+            done = demo_tasks.add.get_result(result.id)
+        self.say(f"task add(40, 2) -> {done.status} return_value={done.return_value} "
+                 f"(Work {done.id[:8]} {work.get(SCOPE, done.id).state})")
+
     def chapter_clock_jump(self) -> None:
         self.say("\n-- a clock jump beyond the safety window suspends instead of guessing")
         self.clock.set(START + timedelta(days=2))
@@ -143,6 +165,7 @@ CHAPTERS = (
     "transactional_work",
     "schedules",
     "failure_and_retry",
+    "tasks",
     "clock_jump",
     "summary",
 )
