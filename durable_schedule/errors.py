@@ -140,6 +140,15 @@ class ScheduleLeaseLost(ScheduleError):
     )
 
 
+
+# DS145-DS165: schedule lifecycle (docs/schedules.md).
+class DeclarationConflict(ScheduleError):
+    code = "DS145"
+    next_action = (
+        "One schedule identity (scope, schedule id) has one declaration in code: remove the "
+        "duplicate declare() or give it its own schedule id."
+    )
+
 # ---------------------------------------------------------------- DS2xx work
 class WorkError(DurableError):
     code = "DS200"

@@ -2,7 +2,8 @@
 
 ``create`` / ``update`` / ``delete`` / ``release_after_recovery`` / ``suspend`` change a schedule;
 ``get`` / ``list`` read. Every call runs in the scoped transaction form and nests in the
-caller's ``transaction.atomic()``. Specs: ``At(when)``, ``After(delay)``,
+caller's ``transaction.atomic()``. ``declare`` records a schedule declared in code and ``sync``
+(``manage.py sync_schedules``) applies the declarations. Specs: ``At(when)``, ``After(delay)``,
 ``Every(interval, anchor=None)``.
 """
 
@@ -16,6 +17,7 @@ from durable_schedule.schedules.api import (
     update,
 )
 from durable_schedule.schedules.api import list_schedules as list
+from durable_schedule.schedules.declared import SyncReport, declare, sync
 from durable_schedule.schedules.info import ScheduleInfo
 
 __all__ = [
@@ -23,11 +25,14 @@ __all__ = [
     "At",
     "Every",
     "ScheduleInfo",
+    "SyncReport",
     "create",
+    "declare",
     "delete",
     "get",
     "list",
     "release_after_recovery",
     "suspend",
+    "sync",
     "update",
 ]
