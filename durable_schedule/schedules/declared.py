@@ -43,8 +43,8 @@ from durable_schedule import conf
 from durable_schedule.errors import DeclarationConflict, ScheduleNotFound
 from durable_schedule.evaluation.timeline import ScheduleSpec, kind_of, spec_to_json
 from durable_schedule.schedules import api
-from durable_schedule.schedules.info import ScheduleInfo
 from durable_schedule.schedules import validation as check
+from durable_schedule.schedules.info import ScheduleInfo
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import connection, routed, validate_scope_id
 from durable_schedule.work.target import WorkTarget
