@@ -1,10 +1,14 @@
 # Entry points of durable_schedule. `make test` is the test command (CI runs exactly it).
+# None of them needs root or a system package manager, except `make browser`.
 #
-#   make test    find or start PostgreSQL, then tox: py311-django52, py312-django6, lint
-#   make demo    install into .venv, find or start PostgreSQL, run scripts/demo.sh
-#   make lint    ruff check (tox env "lint")
-#   make bench   python -m bench: throughput, scale and a peer (docs/benchmarks.md)
-#   make pg-stop stop the throwaway cluster in .pgdata/ (if scripts/ensure_postgres.sh started one)
+#   make test       find or start PostgreSQL, then tox: py311-django52, py312-django6, lint, docs
+#   make demo       install into .venv, find or start PostgreSQL, run scripts/demo.sh
+#   make lint       ruff check (tox env "lint")
+#   make docs       build the documentation site into site/ (mkdocs --strict)
+#   make docs-serve preview the documentation site on http://127.0.0.1:8000/
+#   make bench      python -m bench: throughput, scale and a peer (docs/benchmarks.md)
+#   make browser    as root: install Debian's chromium, for the admin's real-browser test
+#   make pg-stop    stop the throwaway cluster in .pgdata/ (if scripts/ensure_postgres.sh started one)
 #
 # Extra arguments: `make test TOX_ARGS="-e py311-django52 -- -k policy -x"`.
 
@@ -30,10 +34,10 @@ TOX_ARGS ?=
 # Finds or starts PostgreSQL and exports DATABASE_URL into the recipe's shell.
 ENSURE_PG := pg_env=$$(scripts/ensure_postgres.sh) && eval "$$pg_env"
 
-.PHONY: help test demo lint bench pg-stop venv clean
+.PHONY: help test demo lint docs docs-serve bench browser pg-stop venv clean
 
 help:
-	@sed -n '1,9p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,13p' Makefile | sed 's/^# \{0,1\}//'
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,8 +54,9 @@ $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
 
 venv: $(TOX) $(VENV)/.installed-test
 
+# The browser test of the admin skips (saying how to enable it) where no Chromium is installed;
+# `make browser` installs one, and .ci/run does so before `make test`.
 test: $(TOX)
-	@scripts/install_browser.sh
 	@$(ENSURE_PG); \
 	echo "make test: DATABASE_URL=$$(sed -E 's#(://[^:/@]*):[^@/]*@#\1:***@#' <<<"$$DATABASE_URL")"; \
 	$(TOX) $(TOX_ARGS)
@@ -68,8 +73,22 @@ bench: | $(VENV)/bin/python
 	$(VPY) -m pip install --quiet -e '.[test,bench]'
 	@$(ENSURE_PG); $(VPY) -m bench $(BENCH_ARGS)
 
+# The docs extra (MkDocs, Material, mkdocstrings) in .venv; the site goes to site/.
+$(VENV)/.installed-docs: pyproject.toml | $(VENV)/bin/python
+	$(VPY) -m pip install --quiet -e '.[docs]'
+	touch $@
+
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
+
+browser:
+	scripts/install_browser.sh
+
 pg-stop:
 	scripts/ensure_postgres.sh --stop
 
 clean:
-	rm -rf .tox build dist .pytest_cache .ruff_cache .hypothesis
+	rm -rf .tox build dist site .pytest_cache .ruff_cache .hypothesis

@@ -5,7 +5,7 @@ no-op job count as our Work scenario is deferred once with ``batch_defer`` into 
 database; each run gets a fresh copy and 1/2/4 worker processes (``run_worker(wait=False,
 concurrency=1)``: one sync no-op at a time, like our worker; jobs kept, not deleted, as ours
 are). Procrastinate's worker fetches one job per transaction and finishes it in another
-(PERFORMANCE.md: 1 fetch + 1 finish per job). The deferral rate (one ``defer`` per
+(docs/benchmarks.md: 1 fetch + 1 finish per job). The deferral rate (one ``defer`` per
 transaction, one process) is measured separately on an empty copy.
 """
 

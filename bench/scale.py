@@ -1,4 +1,5 @@
-"""Scenario 3: pass cost must not grow with idle schedules (DESIGN §5, PERFORMANCE.md).
+"""Scenario 3: pass cost must not grow with idle schedules (docs/protocol/index.md "Quality bars",
+docs/benchmarks.md).
 
 For each total (1k, 100k, 1M) a database (all loaded first, so rounds interleave the totals and
 drift of a shared machine hits them alike) holds 1,000 due Every(1 h) schedules and total - 1,000

@@ -10,7 +10,7 @@ Raw shapes (both two transactions per claim, all statements autocommit, one roun
 * ``raw``          claim N rows in one statement; then one transaction per schedule — the
                    protocol's shape (one scoped transaction per claimed schedule);
 * ``raw_batched``  claim N; write all N in one statement/transaction — what a batched processor
-                   could reach (PERFORMANCE.md: the protocol allows it within one scope).
+                   could reach (docs/benchmarks.md: the protocol allows it within one scope).
 """
 
 from __future__ import annotations

@@ -7,5 +7,6 @@ class DurableScheduleConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Registers the system checks (DESIGN §3: "a Django system check reports the same").
+        # Registers the system checks (docs/protocol/storage.md: "a Django system check reports the
+        # same").
         from durable_schedule import checks  # noqa: F401

@@ -1,4 +1,5 @@
-"""Named crash barriers (DESIGN §4.10, spec 000 "Deferred crash-proof criteria").
+"""Named crash barriers (docs/protocol/schedules.md rule S9, "Deferred
+crash-proof criteria").
 
 A barrier is a named point in the code at which a test can make the process die for real
 (``os._exit``: no ``finally``, no rollback message, no atexit) to prove that recovery yields one

@@ -1,4 +1,5 @@
-"""Settings of durable_schedule: one function per setting, one documented default each (STYLE 8).
+"""Settings of durable_schedule: one function per setting, one documented default each
+(docs/protocol/conventions.md rule C8).
 
 All live under ``settings.DURABLE_SCHEDULE`` (a dict). ``validate()`` runs as a system check.
 """
@@ -13,9 +14,11 @@ from django.conf import settings
 DEFAULTS: dict[str, Any] = {
     # The Django database alias whose connection holds the store.
     "DATABASE": "default",
-    # Lease a schedule dispatcher or Work worker takes per claim (<= 10 minutes, DESIGN §3).
+    # Lease a schedule dispatcher or Work worker takes per claim (<= 10 minutes,
+    # docs/protocol/storage.md).
     "LEASE_SECONDS": 30,
-    # How late the earliest missed instant may be before a schedule is suspended (DESIGN §4.3).
+    # How late the earliest missed instant may be before a schedule is suspended
+    # (docs/protocol/schedules.md rule S3).
     "SAFETY_WINDOW": timedelta(hours=1),
     # Longest sleep of an idle --loop runner between database polls (NOTIFY wakes it sooner).
     "MAX_IDLE_SECONDS": 5.0,
@@ -30,6 +33,10 @@ DEFAULTS: dict[str, Any] = {
     # transaction mode that cannot keep prepared statements (PgBouncer < 1.21, or without
     # ``max_prepared_statements``): docs/operations.md "Prepared statements and poolers".
     "PREPARE_STATEMENTS": True,
+    # The scope every public call uses when it is given none (docs/getting-started.md "One scope
+    # for a single-tenant project"). None (the default) makes the scope a required argument, as
+    # a multi-tenant project wants: a forgotten scope is an error (DS410), never a guess.
+    "DEFAULT_SCOPE": None,
 }
 
 
@@ -57,6 +64,10 @@ def prepare_statements() -> bool:
     return bool(_get("PREPARE_STATEMENTS"))
 
 
+def default_scope() -> str | None:
+    return _get("DEFAULT_SCOPE")
+
+
 def admin_scopes():
     """The ADMIN_SCOPES callable, imported when given as a dotted path."""
     value = _get("ADMIN_SCOPES")
@@ -81,6 +92,7 @@ def validate() -> None:
         raise ValueError("DURABLE_SCHEDULE['SAFETY_WINDOW'] must be a positive timedelta")
     if not isinstance(_get("PREPARE_STATEMENTS"), bool):
         raise ValueError("DURABLE_SCHEDULE['PREPARE_STATEMENTS'] must be True or False")
+    _validate_default_scope(default_scope())
     if max_idle_seconds() <= 0:
         raise ValueError("DURABLE_SCHEDULE['MAX_IDLE_SECONDS'] must be positive")
     try:
@@ -90,3 +102,16 @@ def validate() -> None:
     if not callable(scopes):
         raise ValueError("DURABLE_SCHEDULE['ADMIN_SCOPES'] must be a callable user -> scopes "
                          "or its dotted path")
+
+
+def _validate_default_scope(value: object) -> None:
+    if value is None:
+        return
+    from durable_schedule.errors import InvalidDefaultScope, InvalidScope
+    from durable_schedule.store.transactions import validate_scope_id
+
+    try:
+        validate_scope_id(value)
+    except InvalidScope as exc:
+        raise InvalidDefaultScope(f"DURABLE_SCHEDULE['DEFAULT_SCOPE']={value!r} is not a valid "
+                                  f"scope id: {exc.message}") from None

@@ -1,4 +1,5 @@
-"""The one error hierarchy of durable_schedule (DESIGN §2 "diagnostics", STYLE 7).
+"""The one error hierarchy of durable_schedule (docs/architecture.md "diagnostics",
+docs/protocol/conventions.md rule C7).
 
 Every error carries a stable diagnostic ``code`` (``DS1xx`` schedule, ``DS2xx`` work, ``DS3xx``
 security, ``DS4xx`` operations), a ``retriable`` flag and a ``next_action`` sentence that tells
@@ -317,6 +318,20 @@ class InvalidArgument(OperationsError):
 class PartitionMaintenanceFailed(OperationsError):
     code = "DS408"
     next_action = "Run `manage.py durable_partitions` as the migration owner."
+
+
+class ScopeRequired(InvalidArgument):
+    code = "DS410"
+    next_action = ("Pass the scope, or set DURABLE_SCHEDULE['DEFAULT_SCOPE'] in a single-tenant "
+                   "project (docs/getting-started.md).")
+
+
+class InvalidDefaultScope(OperationsError, ValueError):
+    """Raised by the settings check (``durable_schedule.E005``) for a bad DEFAULT_SCOPE."""
+
+    code = "DS411"
+    next_action = ("Set DURABLE_SCHEDULE['DEFAULT_SCOPE'] to None or to a scope id: 1-200 "
+                   "characters, no control characters, no surrounding spaces.")
 
 
 def all_error_classes() -> list[type[DurableError]]:

@@ -1,4 +1,4 @@
-"""Django's entry point for the app's models; they live in the store (DESIGN §2)."""
+"""Django's entry point for the app's models; they live in the store (docs/architecture.md)."""
 
 from durable_schedule.store.models import (  # noqa: F401
     Occurrence,

@@ -1,9 +1,9 @@
 """Test support for projects that use durable_schedule (and for our own suite).
 
-``ControlledClock`` replaces the clock seam ``durable_schedule_clock`` (DESIGN §3) with a fixed
-instant, as the migration owner. Protocol time then moves only when a test says so: no sleeping,
-no patching of Python's ``datetime``. Inside a test transaction the replacement is rolled back
-with the test; ``restore()`` puts the production body back for tests that commit.
+``ControlledClock`` replaces the clock seam ``durable_schedule_clock`` (docs/protocol/storage.md)
+with a fixed instant, as the migration owner. Protocol time then moves only when a test says so: no
+sleeping, no patching of Python's ``datetime``. Inside a test transaction the replacement is rolled
+back with the test; ``restore()`` puts the production body back for tests that commit.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Helpers for acting as the real roles on a raw psycopg connection (RLS tests, DESIGN §5)."""
+"""Helpers for acting as the real roles on a raw psycopg connection (RLS tests,
+docs/protocol/index.md "Quality bars")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""STYLE 7 / issue 2: diagnostic codes are unique, well-formed and listed in the catalogue."""
+"""docs/protocol/conventions.md rule C7 / issue 2: diagnostic codes are unique, well-formed and
+listed in the catalogue."""
 
 from __future__ import annotations
 

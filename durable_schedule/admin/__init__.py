@@ -1,4 +1,4 @@
-"""The Django admin of durable_schedule for operators (DESIGN §2 "admin", docs/admin.md).
+"""The Django admin of durable_schedule for operators (docs/architecture.md "admin", docs/admin.md).
 
 Importing this package registers the ModelAdmins with ``django.contrib.admin.site`` (Django's
 admin autodiscovery imports it). Areas, one module each:

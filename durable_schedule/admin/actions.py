@@ -1,4 +1,5 @@
-"""Operator actions, through the public API only (STYLE 4, DESIGN §2 "admin").
+"""Operator actions, through the public API only (docs/protocol/conventions.md rule C4,
+docs/architecture.md "admin").
 
 django-celery-beat's trap is an admin action that calls ``queryset.update()`` and so skips the
 invariants the rest of the code relies on. Here every operation is one call of the public API
@@ -305,7 +306,8 @@ class WorkOperations(_Operations):
         return _redirect_to_operation(self, request, queryset, "proof")
 
     def operation_rows_context(self, request, op, rows) -> dict:
-        # The permit each proof resolves: the most recent unresolved admitted one (spec 001).
+        # The permit each proof resolves: the most recent unresolved admitted one
+        # (docs/protocol/work.md).
         permits = {row.pk: timeline.unresolved_permit(row) for row in rows}
         return {"proof_rows": [(row, permits[row.pk]) for row in rows]}
 

@@ -1,7 +1,7 @@
 """The base of every durable_schedule ModelAdmin: read-only, scoped, rendered in scope.
 
-Every table of the store is a fact written by the runtime or the public API (DESIGN §2 "admin:
-must not write outside the public API"). So no admin page may add, change or delete a row:
+Every table of the store is a fact written by the runtime or the public API (docs/architecture.md
+"admin: must not write outside the public API"). So no admin page may add, change or delete a row:
 the three permissions are refused here for everyone, superusers included, and Django then shows
 change pages read-only. Operations (suspend, release, delete, proof) are separate views in
 :mod:`durable_schedule.admin.actions` that call the public API.

@@ -1,5 +1,5 @@
 """Change list filters over the store's text columns (the models declare no ``choices``: the
-allowed values live in the SQL CHECK constraints, DESIGN §3)."""
+allowed values live in the SQL CHECK constraints, docs/protocol/storage.md)."""
 
 from __future__ import annotations
 

@@ -80,7 +80,8 @@ class ScheduleDefinitionAdmin(actions.ScheduleOperations, ReadOnlyScopedAdmin):
             gen_evaluator=_active_generation("evaluator_version"),
             gen_accepted_at=_active_generation("accepted_at_utc"),
             dispatch_due_at=_dispatch("due_at"),
-            # "now" for lateness is the database clock seam (STYLE 3), one value per statement.
+            # "now" for lateness is the database clock seam (docs/protocol/conventions.md rule C3),
+            # one value per statement.
             db_now=timeline.DATABASE_NOW,
         )
 

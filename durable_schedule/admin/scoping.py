@@ -9,9 +9,9 @@ Two layers guard every admin page (docs/admin.md "Scopes in the admin"):
    every scope to active superusers and none to other staff: fail closed, like the RLS policy.
 2. **A scoped read transaction.** When a page names one scope (``?scope=<id>``, or the user may
    see exactly one), the page's reads and its rendering run inside ``transaction.atomic()`` with
-   the transaction-local ``durable_schedule.scope_id`` set (DESIGN §3), restored on the way out.
-   In development the owner is a superuser and RLS does not bind it, so layer 1 is what hides
-   other scopes; in a production deployment whose owner is neither superuser nor BYPASSRLS,
+   the transaction-local ``durable_schedule.scope_id`` set (docs/protocol/storage.md), restored on
+   the way out. In development the owner is a superuser and RLS does not bind it, so layer 1 is what
+   hides other scopes; in a production deployment whose owner is neither superuser nor BYPASSRLS,
    FORCE ROW LEVEL SECURITY binds the owner too and layer 2 is what lets it read at all: without
    a chosen scope the pages are empty, and the change list says so.
 

@@ -3,8 +3,9 @@
 Pure reads through the models, run inside the page's scoped read transaction
 (:func:`durable_schedule.admin.scoping.read_scope`). The next due instant is computed by the
 evaluator from the active generation and the cursor, exactly as the processor would
-(DESIGN §4.1-4.2); "now" for lateness is the database clock seam, never Python's clock
-(STYLE 3), so a test's controlled clock drives the page too.
+(docs/protocol/schedules.md rules S1-S2); "now" for lateness is the database clock seam, never
+Python's clock (docs/protocol/conventions.md rule C3), so a test's controlled clock drives the page
+too.
 """
 
 from __future__ import annotations
@@ -62,8 +63,8 @@ def next_due(state, kind, spec, evaluator_version, accepted_at, cursor) -> datet
         return next_instant_after(spec_from_json(kind, spec, evaluator_version), accepted_at,
                                   cursor)
     except DurableError:
-        # A tampered or unknown spec: the runner quarantines it (DESIGN §4.11); the page shows
-        # the generation's raw spec instead of an instant.
+        # A tampered or unknown spec: the runner quarantines it (docs/protocol/runner.md rules
+        # R1-R3); the page shows the generation's raw spec instead of an instant.
         return None
 
 
@@ -172,7 +173,8 @@ def _unevaluable(generation: ScheduleGeneration) -> bool:
 
 
 def unresolved_permit(work: Work) -> WorkPermit | None:
-    """The permit a proof resolves: the most recent unresolved admitted one (spec 001)."""
+    """The permit a proof resolves: the most recent unresolved admitted one
+    (docs/protocol/work.md)."""
     return (
         WorkPermit.objects.filter(scope_id=work.scope_id, work_id=work.work_id, outcome=None)
         .order_by("-permit_no")

@@ -114,7 +114,7 @@ class WorkPermitAdmin(_ByWork):
 
 @admin.register(WorkQuarantine)
 class WorkQuarantineAdmin(_ByWork):
-    """Late or fenced-off results kept as evidence, never as success (spec 001)."""
+    """Late or fenced-off results kept as evidence, never as success (docs/protocol/work.md)."""
 
     verbose_name_plural = "work quarantine"
     list_display = ("scope_id", "work", "attempt", "lease_owner", "lease_generation", "reason",

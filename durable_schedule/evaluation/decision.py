@@ -1,11 +1,12 @@
-"""The per-pass schedule decision (spec 000 "Occurrence materialization", "Clock and evaluator
-fences"; DESIGN §4 items 1, 3 and 4).
+"""The per-pass schedule decision (docs/protocol/schedules.md "Occurrence materialization", "Clock
+and evaluator fences"; docs/protocol/schedules.md rules S1, S3 and S4).
 
 ``decide()`` is what one scoped processor transaction does with a schedule after its fences
 passed: given the persisted generation (spec, ``accepted_at_utc``, policies), the persisted
 cursor, the database cutoff and the state of the schedule-wide slot, it returns exactly one
 ``Decision``. It reads no clock and touches no database; the caller writes the disposition and
-``new_cursor`` in one transaction, so a rollback leaves neither (DESIGN §4.1).
+``new_cursor`` in one transaction, so a rollback leaves neither (docs/protocol/schedules.md rule
+S1).
 
 Order of the rules, each pinned by a test in ``tests/evaluation/test_decision.py``:
 
@@ -27,8 +28,9 @@ For ``coalesce`` the decision reports the NEW instants only; the caller merges t
 pending coalesced occurrence exists it creates one with identity ``first`` and range
 ``[first, last]``; otherwise it keeps the existing row's ``first_nominal_utc`` (its identity) and
 sets ``last_nominal_utc = max(existing last, decision.last)`` — the last instant only moves
-forward (spec 000). Materializing a pending coalesced occurrence once the slot is free is the
-caller's job and needs no decision: it happens whatever ``decide()`` returns (even ``noop``).
+forward (docs/protocol/schedules.md). Materializing a pending coalesced occurrence once the slot is
+free is the caller's job and needs no decision: it happens whatever ``decide()`` returns (even
+``noop``).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from durable_schedule.evaluation.timeline import (
 )
 
 MISFIRE_POLICIES = ("run_once", "skip")
-"""Persisted misfire policies; ``run_once`` is the default (DESIGN §4.3)."""
+"""Persisted misfire policies; ``run_once`` is the default (docs/protocol/schedules.md rule S3)."""
 
 OVERLAP_POLICIES = ("queue_one",)
 """Persisted overlap policies; ``queue_one`` is the default and the only one in v1."""
@@ -77,7 +79,7 @@ class SlotState:
     """The schedule-wide ``queue_one`` slot as the caller read it in its transaction.
 
     ``occupied``: a nonterminal Work target from any generation of this schedule exists
-    (retrying and suspended Work still occupy it, DESIGN §4.4).
+    (retrying and suspended Work still occupy it, docs/protocol/schedules.md rule S4).
     ``pending_coalesced_last``: ``last_nominal_utc`` of the pending coalesced occurrence of the
     active generation, or ``None`` when there is none.
     """

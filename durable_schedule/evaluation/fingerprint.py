@@ -1,4 +1,4 @@
-"""Canonical enqueue fingerprints v1 and v2 (spec 001, "Identity and outcome truth").
+"""Canonical enqueue fingerprints v1 and v2 (docs/protocol/work.md, "Identity and outcome truth").
 
 A fingerprint identifies the semantic facts of an enqueue request, so that an identical
 duplicate under the same command / idempotency key resolves to the original acceptance and a
@@ -158,8 +158,8 @@ def fingerprint(
     """Fingerprint an enqueue request: v1 when policy and deadline are both None, else v2.
 
     ``provider_safety`` may be a string or a string-valued Enum (its value is hashed). A
-    planned policy with a ``due_at`` raises PlannedWorkWithDueTime (spec 001: a planned request
-    starts at its acceptance instant).
+    planned policy with a ``due_at`` raises PlannedWorkWithDueTime (docs/protocol/work.md: a planned
+    request starts at its acceptance instant).
     """
     schema, data = canonical_bytes(
         work_name=work_name,

@@ -1,11 +1,11 @@
 """Work execution policies: retry policy, attempt plans, deadlines and their timing arithmetic.
 
-Implements spec 001 ("Durable Work execution policies v1", section "Validation and timing
-rules") as pure functions: no database, no clock. Every instant is passed in by the caller (the
-database is the clock, DESIGN §3), every instant is an aware datetime normalized to UTC, and
-every duration keeps PostgreSQL's microsecond precision (a float or a finer value is rejected,
-never rounded). For acceptance instant A, plan offset O[i], circuit C, maximum elapsed M and
-optional exclusive deadline D::
+Implements docs/protocol/work.md ("Durable Work execution policies v1", section "Validation and
+timing rules") as pure functions: no database, no clock. Every instant is passed in by the caller
+(the database is the clock, docs/protocol/storage.md), every instant is an aware datetime normalized
+to UTC, and every duration keeps PostgreSQL's microsecond precision (a float or a finer value is
+rejected, never rounded). For acceptance instant A, plan offset O[i], circuit C, maximum elapsed M
+and optional exclusive deadline D::
 
     planned slot i eligibility = A + O[i]
     planned admission cutoff   = min(A + C, A + M, D when present)
@@ -59,7 +59,8 @@ _Err = type[DurableError]
 
 def as_duration(value: object, field: str, error: _Err = InvalidArgument) -> timedelta:
     """``value`` (timedelta or int microseconds) as a plain timedelta; a wrong type raises
-    ``error``; floats and sub-microsecond values raise DS206 (spec 001: "rejected, not rounded").
+    ``error``; floats and sub-microsecond values raise DS206 (docs/protocol/work.md: "rejected, not
+    rounded").
     """
     if isinstance(value, float):
         raise WorkPrecisionError(f"{field} must be a timedelta or int microseconds, not a float")
@@ -102,8 +103,8 @@ def checked_add(instant: datetime, duration: timedelta, field: str = "instant") 
 def bounded_add(instant: datetime, duration: timedelta, bound: datetime) -> datetime:
     """``min(instant + duration, bound)`` for a non-negative duration, without overflow.
 
-    Spec 001: "Lease and renewal additions compare the remaining time before adding, so a large
-    duration can be safely bounded by the absolute deadline or the supported UTC range."
+    docs/protocol/work.md: "Lease and renewal additions compare the remaining time before adding, so
+    a large duration can be safely bounded by the absolute deadline or the supported UTC range."
     """
     if duration >= bound - instant:
         return bound
@@ -127,10 +128,11 @@ _RETRY_DURATIONS += ("lease_duration", "renewal_cadence", "maximum_lease_lifetim
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Immutable retry and lease settings of a Work request (spec 001, "Choose the policy").
+    """Immutable retry and lease settings of a Work request (docs/protocol/work.md, "Choose the
+    policy").
 
     Durations accept a timedelta or int microseconds. For planned Work the delay fields stay
-    part of the snapshot but add no backoff or jitter to planned slots (spec 001).
+    part of the snapshot but add no backoff or jitter to planned slots (docs/protocol/work.md).
     """
 
     maximum_attempts: int = 5
@@ -197,7 +199,8 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class AttemptPlan:
-    """Fixed acceptance-relative attempt slots (spec 001, "Validation and timing rules").
+    """Fixed acceptance-relative attempt slots (docs/protocol/work.md, "Validation and timing
+    rules").
 
     Offsets are zero-based slots; execution attempts stay one-based (attempt n uses slot n-1).
     The circuit is an exclusive duration measured from acceptance.
@@ -251,7 +254,8 @@ class AttemptPlan:
 
 @dataclass(frozen=True)
 class ExecutionDeadline:
-    """Absolute, exclusive execution deadline D (spec 001): admission closes at or after D."""
+    """Absolute, exclusive execution deadline D (docs/protocol/work.md): admission closes at or
+    after D."""
 
     at: datetime
 
@@ -273,7 +277,8 @@ def deadline_instant(deadline: _Deadline) -> datetime | None:
 
 @dataclass(frozen=True)
 class ExecutionPolicy:
-    """A retry policy plus an optional attempt plan; immutable request facts (spec 001)."""
+    """A retry policy plus an optional attempt plan; immutable request facts
+    (docs/protocol/work.md)."""
 
     retry: RetryPolicy
     plan: AttemptPlan | None = None
@@ -354,8 +359,8 @@ def admission_cutoff(
 ) -> datetime:
     """Exclusive admission cutoff: planned min(A+C, A+M, D); otherwise min(A+M, D).
 
-    Sums that would leave the supported range are capped at MAX_INSTANT (spec 001: reaching
-    the cutoff closes admission instead of overflowing).
+    Sums that would leave the supported range are capped at MAX_INSTANT (docs/protocol/work.md:
+    reaching the cutoff closes admission instead of overflowing).
     """
     return _cutoff(accepted_at, policy, deadline)[0]
 
@@ -366,7 +371,7 @@ def closure_reason(accepted_at: datetime, policy: ExecutionPolicy, deadline: _De
 
 
 def may_admit(due_at: datetime, now: datetime, cutoff: datetime) -> bool:
-    """Spec 001: admit a new attempt when due_at <= now < admission cutoff."""
+    """docs/protocol/work.md: admit a new attempt when due_at <= now < admission cutoff."""
     return as_instant(due_at, "due_at") <= as_instant(now, "now") < as_instant(cutoff, "cutoff")
 
 
@@ -382,9 +387,9 @@ def next_retry_due(
     ``(None, reason)``.
 
     Planned: the next slot is index ``failed_attempt``, due A + O[failed_attempt]; it may
-    already be overdue, so fast failures consume overdue slots in a burst (spec 001). Legacy /
-    deadline-only: now + retry_delay(failed_attempt). Closure reasons, checked in this order:
-    a cutoff already passed at ``now`` (it closed admission before this failure), then
+    already be overdue, so fast failures consume overdue slots in a burst (docs/protocol/work.md).
+    Legacy / deadline-only: now + retry_delay(failed_attempt). Closure reasons, checked in this
+    order: a cutoff already passed at ``now`` (it closed admission before this failure), then
     ``plan_exhausted`` / ``attempts_exhausted``, then a due time at or after the cutoff.
     """
     policy = _check_policy(policy)
@@ -416,8 +421,8 @@ def lease_expiry(
 ) -> datetime:
     """now + lease, capped by attempt_started_at + maximum lifetime and by the deadline.
 
-    Remaining time is compared before adding (spec 001), so nothing overflows. A result at or
-    before ``now`` means the attempt has no lease time left (renewal must be refused).
+    Remaining time is compared before adding (docs/protocol/work.md), so nothing overflows. A result
+    at or before ``now`` means the attempt has no lease time left (renewal must be refused).
     """
     current = as_instant(now, "now")
     started = as_instant(attempt_started_at, "attempt_started_at")
@@ -437,7 +442,8 @@ def lease_expiry(
 def next_eligibility(
     accepted_at: datetime, policy: ExecutionPolicy, attempt_count: int
 ) -> datetime | None:
-    """Next unconsumed planned slot after ``attempt_count`` claimed attempts (spec 001).
+    """Next unconsumed planned slot after ``attempt_count`` claimed attempts
+    (docs/protocol/work.md).
 
     None after the final slot is claimed, and always None for legacy / deadline-only Work.
     """

@@ -1,4 +1,5 @@
-"""Schedule specs and their nominal instants (spec 000 "Authoritative time", DESIGN §4.2).
+"""Schedule specs and their nominal instants (docs/protocol/schedules.md "Authoritative time",
+docs/protocol/schedules.md rule S2).
 
 Three spec kinds exist in evaluator version ``ds-eval-v1``:
 
@@ -9,7 +10,7 @@ Three spec kinds exist in evaluator version ``ds-eval-v1``:
   ``k >= 0``; the anchor defaults to ``accepted_at_utc``.
 
 The materialization cursor starts at ``accepted_at_utc`` and a pass evaluates the half-open
-window ``(cursor, cutoff]`` (DESIGN §4.1). Consequences worth stating once:
+window ``(cursor, cutoff]`` (docs/protocol/schedules.md rule S1). Consequences worth stating once:
 
 * ``Every`` with the default anchor: ``k = 0`` is ``accepted_at_utc`` itself, which equals the
   initial cursor and so is never in a window; the first fire is ``accepted_at + interval``.
@@ -42,8 +43,8 @@ from durable_schedule.errors import (
 )
 
 EVALUATOR_VERSION = "ds-eval-v1"
-"""Persisted with each generation; evaluation refuses any other version (spec 000 "Clock and
-evaluator fences": a mismatch suspends instead of silently reinterpreting history)."""
+"""Persisted with each generation; evaluation refuses any other version (docs/protocol/schedules.md
+"Clock and evaluator fences": a mismatch suspends instead of silently reinterpreting history)."""
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_US = timedelta(microseconds=1)
@@ -114,7 +115,8 @@ class At:
 
 @dataclass(frozen=True)
 class After:
-    """One nominal instant: ``accepted_at_utc + delay`` (spec 000: the only anchor for After)."""
+    """One nominal instant: ``accepted_at_utc + delay`` (docs/protocol/schedules.md: the only anchor
+    for After)."""
 
     delay: timedelta
 
@@ -195,7 +197,7 @@ def spec_from_json(kind: str, data: dict[str, Any], evaluator_version: str) -> S
     ``UnevaluableGeneration`` (DS114) with a short ``reason``: unknown evaluator version or kind,
     a non-dict, missing or extra keys, wrong types (``bool`` is not an int), non-positive or
     overflowing durations, and timestamps that are not canonical UTC ISO-8601 with six
-    fractional digits. The runner quarantines such a schedule (DESIGN §4.11).
+    fractional digits. The runner quarantines such a schedule (docs/protocol/runner.md rules R1-R3).
     """
     def bad(reason: str, detail: str) -> UnevaluableGeneration:
         return _unevaluable(reason, kind, evaluator_version, detail)
@@ -276,7 +278,8 @@ def _checked(spec: Any) -> ScheduleSpec:
 def instants_in(
     spec: ScheduleSpec, accepted_at: datetime, cursor: datetime, cutoff: datetime
 ) -> InstantRange | None:
-    """The nominal instants ``t`` with ``cursor < t <= cutoff`` (DESIGN §4.1), or ``None``.
+    """The nominal instants ``t`` with ``cursor < t <= cutoff`` (docs/protocol/schedules.md rule
+    S1), or ``None``.
 
     The cursor is excluded and the cutoff included. O(1) for any number of instants.
     """

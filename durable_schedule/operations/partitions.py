@@ -1,4 +1,5 @@
-"""History partition maintenance (DESIGN §3, spec 000 "Operations and compatibility").
+"""History partition maintenance (docs/protocol/storage.md, docs/protocol/schedules.md "Operations
+and compatibility").
 
 ``ensure_schedule_history_partitions()`` creates the current and next month with forced RLS and
 the exact policy. ``--loop`` runners call it once a day; an advisory transaction lock makes one

@@ -1,4 +1,4 @@
-"""Operator recovery (issue 5 item 6, spec 000 "Clock and evaluator fences").
+"""Operator recovery (issue 5 item 6, docs/protocol/schedules.md "Clock and evaluator fences").
 
 After a database restore, or when a whole runtime generation must be fenced off, the operator
 bumps the store's runtime epoch: every schedule then suspends (``runtime_epoch_mismatch``) the

@@ -1,4 +1,4 @@
-"""The health report behind ``manage.py durable_status`` (issue 5, DESIGN §1).
+"""The health report behind ``manage.py durable_status`` (issue 5, docs/getting-started.md).
 
 Cross-scope facts come from payload-free tables the owner may read (the dispatch queues); facts
 about a scope's schedules and Work are read inside that scope's own runtime transaction, one scope

@@ -1,4 +1,5 @@
-"""The schedule processor (DESIGN §2 "dispatcher" and "processor"; spec 000).
+"""The schedule processor (docs/architecture.md "dispatcher" and "processor";
+docs/protocol/schedules.md).
 
 ``process_due()`` is one bounded pass: trusted dispatcher claims (``dispatcher``), then one
 scoped runtime transaction per claimed schedule (``step``) that bridges due occurrences to Work

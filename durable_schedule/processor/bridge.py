@@ -1,11 +1,12 @@
-"""The Work bridge: turns one occurrence into one accepted Work, exactly once (spec 000
-"Transactions, security, and target bridge"; DESIGN §4.1 and §4.7).
+"""The Work bridge: turns one occurrence into one accepted Work, exactly once
+(docs/protocol/schedules.md "Transactions, security, and target bridge"; docs/protocol/schedules.md
+rules S1 and S7).
 
 The Work identity is derived from the immutable occurrence identity
 ``(scope_id, schedule_id, generation, kind, first_nominal_utc)`` and nothing else:
 
 * work id: ``uuid5(WORK_ID_NAMESPACE, json([scope_id, schedule_id, generation, kind, first]))``
-  (unique per scope, like every key: DESIGN §3);
+  (unique per scope, like every key: docs/protocol/storage.md);
 * command: ``schedule:{schedule_id}:{generation}:{kind}:{first_nominal_iso}``; the suffix has a
   fixed shape, so the text is unambiguous even when ``schedule_id`` contains colons. A
   ``schedule_id`` too long for the 200-character command is replaced by ``~`` and the first 40
@@ -47,7 +48,8 @@ MAX_COMMAND = 200
 
 @dataclass(frozen=True)
 class OccurrenceIdentity:
-    """The stable identity of an occurrence across processor retries (spec 000)."""
+    """The stable identity of an occurrence across processor retries
+    (docs/protocol/schedules.md)."""
 
     scope_id: str
     schedule_id: str
@@ -93,7 +95,8 @@ def derive_link(identity: OccurrenceIdentity) -> WorkLink:
 
 
 def assert_runtime(cur, scope_id: str) -> None:
-    """Prove the bridge runs as the runtime role in the expected scope (DESIGN §4.7)."""
+    """Prove the bridge runs as the runtime role in the expected scope (docs/protocol/schedules.md
+    rule S7)."""
     cur.execute("select current_user, current_setting(%s, true)", [SCOPE_SETTING])
     user, scope = cur.fetchone()
     check_runtime(user, scope, scope_id)

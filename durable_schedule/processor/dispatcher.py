@@ -1,4 +1,4 @@
-"""The trusted dispatcher claim: transaction form 1 of spec 000.
+"""The trusted dispatcher claim: transaction form 1 of docs/protocol/schedules.md.
 
 One outermost transaction as ``durable_dispatcher`` calls ``claim_schedule_dispatch`` and
 commits before anything reads scoped data. The dispatcher learns only routing columns (scope

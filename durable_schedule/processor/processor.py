@@ -1,5 +1,6 @@
-"""``process_due()``: one bounded pass over due schedules (spec 000 "Manual processing API";
-DESIGN §4.8). This is the River-style ``run_once``; the ``--loop`` runner wraps it.
+"""``process_due()``: one bounded pass over due schedules (docs/protocol/schedules.md "Manual
+processing API"; docs/protocol/schedules.md rule S8). This is the River-style ``run_once``; the
+``--loop`` runner wraps it.
 
 The pass alternates two transaction forms and never mixes them: a dispatcher claim (its own
 committed transaction as ``durable_dispatcher``, up to ``min(remaining, claim_batch)`` rows
@@ -156,7 +157,8 @@ def process_due(
                 if not is_quarantinable(exc):
                     exc.context.setdefault("pass_counts", counts.as_dict())
                     raise
-                # A row this code cannot evaluate is quarantined; the pass goes on (spec 002).
+                # A row this code cannot evaluate is quarantined; the pass goes on
+                # (docs/protocol/runner.md).
                 outcome = quarantine_claim(one, owner, exc, using=using)
             counts.record(outcome)
             log.debug("schedule %s/%s: %s", outcome.scope_id, outcome.schedule_id,

@@ -1,5 +1,5 @@
-"""One claimed schedule, one scoped runtime transaction (spec 000 transaction form 2; DESIGN §4
-items 1, 3, 4, 6, 7 and 10).
+"""One claimed schedule, one scoped runtime transaction (docs/protocol/schedules.md transaction form
+2; docs/protocol/schedules.md items 1, 3, 4, 6, 7 and 10).
 
 In order, in one transaction as ``durable_runtime`` with the claimed row's scope set locally:
 
@@ -78,7 +78,8 @@ class ScheduleOutcome:
 
 log = logging.getLogger("durable_schedule.processor")
 
-#: Suspension reason of a quarantined schedule (DESIGN §4.11, spec 002 "Bad-row quarantine").
+#: Suspension reason of a quarantined schedule (docs/protocol/runner.md rules R1-R3,
+#: docs/protocol/runner.md rule R1).
 QUARANTINE_REASON = "unevaluable"
 
 
@@ -94,7 +95,7 @@ def quarantine_claim(claim: Claim, lease_owner: str, error: DurableError, *,
                      using: str | None = None) -> ScheduleOutcome:
     """Suspend the claimed schedule with reason ``unevaluable`` and the error as evidence, in a
     fresh scoped transaction (the failed one rolled back), guarded by the claim like every
-    other write; the pass then goes on with the other schedules (spec 002)."""
+    other write; the pass then goes on with the other schedules (docs/protocol/runner.md)."""
     base = {"routing_id": claim.routing_id, "scope_id": None, "schedule_id": claim.schedule_id}
     with routed(claim.routing_id, using=using) as (cur, scope_id):
         base["scope_id"] = scope_id
@@ -397,7 +398,8 @@ def _dispose(ctx: _Ctx, decision: Decision, pending: _Pending | None):
             ctx.insert_occurrence("coalesced", decision.first, decision.last, "pending")
             pending = _Pending(0, d.generation, decision.first, decision.last)
         else:
-            # Keep the identity (first); the last instant only moves forward (spec 000).
+            # Keep the identity (first); the last instant only moves forward
+            # (docs/protocol/schedules.md).
             row = run(ctx.cur, "extend_coalesced", {
                 "scope_id": ctx.scope_id, "id": pending.id, "last": decision.last,
                 "now": ctx.now()}).fetchone()

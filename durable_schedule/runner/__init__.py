@@ -1,1 +1,2 @@
-"""The runner: ``--loop`` mode of the commands (DESIGN §2 "runner", spec 002)."""
+"""The runner: ``--loop`` mode of the commands (docs/architecture.md "runner",
+docs/protocol/runner.md)."""

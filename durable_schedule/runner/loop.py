@@ -1,5 +1,5 @@
 """The ``--loop`` ticker: ``run_once()`` plus a thin loop that logs and never dies of a hiccup
-(STYLE 6, River's maintenance services; spec 002).
+(docs/protocol/conventions.md rule C6, River's maintenance services; docs/protocol/runner.md).
 
 Honest latency posture (docs/operations.md): after a pass that did work the loop runs the next
 pass at once. After an idle pass it sleeps until the earliest due time it can see, capped by
@@ -31,7 +31,8 @@ from durable_schedule.runner.retry import run_with_retry
 
 log = logging.getLogger("durable_schedule.runner")
 
-#: Seconds between partition maintenance runs of a schedule loop (DESIGN §3 partitions).
+#: Seconds between partition maintenance runs of a schedule loop (docs/protocol/storage.md
+#: partitions).
 PARTITION_INTERVAL_SECONDS = 24 * 3600
 
 

@@ -1,4 +1,5 @@
-"""Bounded retry of transient database errors (DESIGN §4.11, spec 002 "Transient-error retry").
+"""Bounded retry of transient database errors (docs/protocol/runner.md rules R1-R3,
+docs/protocol/runner.md rule R2).
 
 A phase that fails with a transient error (disconnect, admin shutdown, serialization failure,
 deadlock, lock or statement timeout) is rolled back and retried ``RETRIES`` times with the pinned

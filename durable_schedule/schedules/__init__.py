@@ -1,4 +1,4 @@
-"""The schedule API (DESIGN §1, §2 "schedules API"; docs/schedules.md).
+"""The schedule API (docs/architecture.md "schedules API"; docs/schedules.md).
 
 ``create`` / ``update`` / ``delete`` / ``release_after_recovery`` / ``suspend`` change a schedule;
 ``get`` / ``list`` read. Every call runs in the scoped transaction form and nests in the

@@ -1,4 +1,4 @@
-"""The schedule commands and reads (DESIGN §1, §4 items 2, 5 and 6; spec 000).
+"""The schedule commands and reads (docs/protocol/schedules.md rules S2, S5 and S6).
 
 Every function validates its arguments first (nothing is written for bad input), then runs in
 the scoped transaction form (``store.transactions.scoped``): as ``durable_runtime``, with the
@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from durable_schedule.default_scope import scope_optional
 from durable_schedule.errors import (
     DurableError,
     InvalidArgument,
@@ -50,7 +51,8 @@ from durable_schedule.work.target import WorkTarget
 STATES = ("active", "suspended", "deleted", "completed")
 #: The reason ``suspend()`` records; ``release_after_recovery`` does not clear it (use update).
 OPERATOR_REASON = "operator"
-#: The only suspension ``release_after_recovery`` clears (spec 000 "Clock and evaluator fences").
+#: The only suspension ``release_after_recovery`` clears (docs/protocol/schedules.md "Clock and
+#: evaluator fences").
 RELEASABLE_REASON = "runtime_epoch_mismatch"
 
 
@@ -98,6 +100,7 @@ def _guarded(row, what: str, schedule_id: str) -> int:
 
 
 # ---------------------------------------------------------------- commands
+@scope_optional
 def create(
     scope: str,
     schedule_id: str,
@@ -161,6 +164,7 @@ def _insert_generation(cur, scope, schedule_id, generation, spec, accepted, targ
     })
 
 
+@scope_optional
 def update(
     scope: str,
     schedule_id: str,
@@ -245,6 +249,7 @@ def _retired(row) -> dict[str, Any]:
             "first": records.iso(row[3]), "last": records.iso(row[4])}
 
 
+@scope_optional
 def delete(scope: str, schedule_id: str, expected_revision: int | None = None,
            actor: str = "") -> ScheduleInfo:
     """Delete the schedule: terminal for this identity (DS107 for every later command).
@@ -274,12 +279,13 @@ def delete(scope: str, schedule_id: str, expected_revision: int | None = None,
         return _reread(cur, scope, schedule_id)
 
 
+@scope_optional
 def release_after_recovery(scope: str, schedule_id: str, actor: str = "", *,
                            expected_revision: int | None = None) -> ScheduleInfo:
     """Resume a schedule suspended for ``runtime_epoch_mismatch``, never moving its cursor.
 
-    Rebinds the current store runtime epoch and scope generation (spec 000). Any other
-    suspension (``scope_generation_mismatch``, ``clock_jump``, ``unevaluable``, ``operator``)
+    Rebinds the current store runtime epoch and scope generation (docs/protocol/schedules.md). Any
+    other suspension (``scope_generation_mismatch``, ``clock_jump``, ``unevaluable``, ``operator``)
     is refused with ``ReleaseRefused`` (DS110): repair those with ``update()`` (a new
     generation). Raises ``ScheduleNotSuspended`` (DS116) for a schedule that is not suspended.
     """
@@ -316,6 +322,7 @@ def release_after_recovery(scope: str, schedule_id: str, actor: str = "", *,
         return _reread(cur, scope, schedule_id)
 
 
+@scope_optional
 def suspend(scope: str, schedule_id: str, reason: str, actor: str = "", *,
             expected_revision: int | None = None) -> ScheduleInfo:
     """Operator action: stop an active schedule (reason ``operator``, the note as evidence).
@@ -347,6 +354,7 @@ def suspend(scope: str, schedule_id: str, reason: str, actor: str = "", *,
 
 
 # ---------------------------------------------------------------- reads
+@scope_optional
 def get(scope: str, schedule_id: str) -> ScheduleInfo:
     """One schedule of ``scope`` (deleted ones too); ``ScheduleNotFound`` (DS108) otherwise."""
     validate_scope_id(scope)
@@ -358,6 +366,7 @@ def get(scope: str, schedule_id: str) -> ScheduleInfo:
         return from_definition(scope, d)
 
 
+@scope_optional
 def list_schedules(scope: str, *, states: Iterable[str] | None = None, after: str = "",
                    limit: int = 1000) -> builtins.list[ScheduleInfo]:
     """The schedules of ``scope`` in ``schedule_id`` order (exported as ``schedules.list``).

@@ -4,7 +4,7 @@ Thin functions over the named queries of ``store/sql/schedule_queries.sql``; eve
 cursor of a transaction that is already scoped (``store.transactions.scoped`` / ``routed``), so
 row-level security admits the current scope only. No business rule lives here: the API and the
 processor decide, these functions read and write, and every guarded write reports whether its
-``WHERE`` matched (STYLE 5).
+``WHERE`` matched (docs/protocol/conventions.md rule C5).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from durable_schedule.store.sqlfiles import query
 
 QUERIES = "schedule_queries.sql"
 
-#: Work states that no longer occupy the schedule-wide slot (DESIGN §4.4).
+#: Work states that no longer occupy the schedule-wide slot (docs/protocol/schedules.md rule S4).
 TERMINAL_WORK_STATES = frozenset({"succeeded", "failed", "expired", "canceled"})
 
 
@@ -41,7 +41,7 @@ def _from_json(text: str | None) -> Any:
 
 @dataclass(frozen=True)
 class Fences:
-    """The fence rows, read ``FOR SHARE`` (DESIGN §3)."""
+    """The fence rows, read ``FOR SHARE`` (docs/protocol/storage.md)."""
 
     runtime_epoch: int
     schema_version: int

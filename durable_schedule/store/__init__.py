@@ -1,1 +1,2 @@
-"""The store: models, versioned SQL, transaction forms and the clock seam (DESIGN §2, §3)."""
+"""The store: models, versioned SQL, transaction forms and the clock seam (docs/architecture.md,
+docs/protocol/storage.md)."""

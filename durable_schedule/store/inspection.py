@@ -1,8 +1,8 @@
 """Reads the store's own health: schema version against the floor, roles, exact grants.
 
 Used by the system checks, by the runtime's start-up guard and by ``durable_status``. The
-expected grants below are the contract of migration 0002 (DESIGN §3) written as data, so a
-drifted database (a grant revoked or added by hand) is reported, not trusted.
+expected grants below are the contract of migration 0002 (docs/protocol/storage.md) written as data,
+so a drifted database (a grant revoked or added by hand) is reported, not trusted.
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ class SchemaReport:
     @property
     def below_floor(self) -> bool:
         """The database is older than this code needs, or this code is older than the floor the
-        database demands of its readers and writers (spec 001 "Schema and release migration")."""
+        database demands of its readers and writers (docs/protocol/work.md "Schema and release
+        migration")."""
         return self.migrated and (
             (self.schema_version or 0) < self.required
             or (self.compatibility_floor or 0) > SCHEMA_VERSION
@@ -154,7 +155,7 @@ def grant_problems(cur) -> list[str]:
 
 
 def grant_recipe() -> str:
-    """The SQL a DBA runs to create the roles and grants by hand (DESIGN §3)."""
+    """The SQL a DBA runs to create the roles and grants by hand (docs/protocol/storage.md)."""
     lines = [
         f"CREATE ROLE {RUNTIME_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS;",
         f"CREATE ROLE {DISPATCHER_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS;",

@@ -1,4 +1,4 @@
-"""Django models for every table of the store (DESIGN §3).
+"""Django models for every table of the store (docs/protocol/storage.md).
 
 The DDL lives in the versioned ``store/sql/*.sql`` files run by the migrations, because the
 contract needs what the ORM cannot express (composite keys led by ``scope_id``, row-level
@@ -12,11 +12,11 @@ from __future__ import annotations
 import pgtrigger
 from django.db import models
 
-#: The append-only trigger (DESIGN §3: "a trigger refuses UPDATE and DELETE"). django-pgtrigger
-#: installs triggers through migrations only for managed models, so the two append-only tables
-#: whose rows are written by the runtime (generations, Work history) are the managed ones; the
-#: partitioned schedule history gets the same protection in SQL (0002), since Django cannot
-#: create a partitioned table.
+#: The append-only trigger (docs/protocol/storage.md: "a trigger refuses UPDATE and DELETE").
+#: django-pgtrigger installs triggers through migrations only for managed models, so the two
+#: append-only tables whose rows are written by the runtime (generations, Work history) are the
+#: managed ones; the partitioned schedule history gets the same protection in SQL (0002), since
+#: Django cannot create a partitioned table.
 APPEND_ONLY = pgtrigger.Protect(
     name="append_only", operation=pgtrigger.Update | pgtrigger.Delete
 )

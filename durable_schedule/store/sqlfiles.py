@@ -1,4 +1,5 @@
-"""Loads the versioned SQL files shipped in ``store/sql`` (procrastinate's layout, STYLE 2).
+"""Loads the versioned SQL files shipped in ``store/sql`` (procrastinate's layout,
+docs/protocol/conventions.md rule C2).
 
 Migration files name the SQL file they run; a released SQL file is never edited, so a migration
 replays the same bytes forever. Named queries inside a file start with ``-- name: key --``.

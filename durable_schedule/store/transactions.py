@@ -1,4 +1,5 @@
-"""The two transaction forms of the protocol (spec 000 "Transactions, security, and target bridge").
+"""The two transaction forms of the protocol (docs/protocol/schedules.md "Transactions, security,
+and target bridge").
 
 1. ``dispatcher_transaction()``: the trusted dispatcher claims payload-free dispatch rows under a
    lease and commits before anything reads scoped data. It runs as ``durable_dispatcher``.
@@ -8,8 +9,8 @@
 
 Both use ``SET LOCAL`` / ``set_config(..., true)``: nothing ``durable_schedule.*`` ever exists at
 session level, so a pooled connection (PgBouncer) cannot leak a scope to the next transaction
-(DESIGN §3). ``scoped`` nests inside a caller's ``transaction.atomic()``: it opens a savepoint,
-switches role and scope, and on the way out restores the caller's role and scope, so the
+(docs/protocol/storage.md). ``scoped`` nests inside a caller's ``transaction.atomic()``: it opens a
+savepoint, switches role and scope, and on the way out restores the caller's role and scope, so the
 caller's next ORM query runs exactly as before (issue 3 "Enqueue leaves the caller's
 transaction as it found it"). An exception rolls the savepoint back, which undoes the role and
 scope changes too.
@@ -220,7 +221,7 @@ def dispatcher_transaction(*, using: str | None = None) -> Iterator[object]:
     """The claim transaction: its own outermost transaction as ``durable_dispatcher``.
 
     ``durable=True`` makes Django refuse to run it inside a caller's atomic block, so the claim
-    always commits before scoped data is read (spec 000, transaction form 1).
+    always commits before scoped data is read (docs/protocol/schedules.md, transaction form 1).
     """
     conn = connection(using)
     with transaction.atomic(using=conn.alias, durable=True), _cursor(conn) as cur:

@@ -1,4 +1,4 @@
-"""Schema versions (DESIGN §3 "Migrations are forward-only").
+"""Schema versions (docs/protocol/storage.md "Migrations and compatibility").
 
 ``SCHEMA_VERSION`` is the version the newest migration of this package writes into the store
 row; ``REQUIRED_SCHEMA`` is the lowest database schema this code can run against. The runtime

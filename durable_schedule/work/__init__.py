@@ -1,5 +1,5 @@
 """Durable Work: accept Work inside the caller's transaction and execute it under explicit
-retry, attempt-plan and deadline policies (spec 001; docs/work.md, docs/api.md).
+retry, attempt-plan and deadline policies (docs/protocol/work.md; docs/work.md, docs/api.md).
 
 This module is the public API; it only re-exports documented names. Everything in the
 submodules that is not listed in ``__all__`` is private.

@@ -7,7 +7,8 @@ does not fit raises ``PayloadNotEncodable`` (DS209) before anything is written.
 
 A *codec* turns a domain value into such a JSON value (``encode``) and back (``decode``). The
 default :class:`JsonCodec` accepts plain JSON values. The canonical bytes are pinned by a test:
-changing them would make identical duplicates conflict (spec 001, "Identity and outcome truth").
+changing them would make identical duplicates conflict (docs/protocol/work.md, "Identity and outcome
+truth").
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""What the runtime does with a locked Work row (issue 3, item 4; spec 001 "Validation and timing").
+"""What the runtime does with a locked Work row (issue 3, item 4; docs/protocol/work.md "Validation
+and timing").
 
 Each function runs inside a scoped transaction that holds the Work row lock and a database
 ``now`` read after the lock (``row.now``); it decides with the pure functions of
 :mod:`durable_schedule.evaluation.policy` and writes through the one guarded
-:func:`~durable_schedule.work.rows.transition`. The rules, in spec 001's words:
+:func:`~durable_schedule.work.rows.transition`. The rules, in docs/protocol/work.md's words:
 
 * admit a new attempt when ``due_at <= now < admission cutoff``; a refusal consumes no slot;
 * a planned Work's next slot is ``A + O[attempt]``; an overdue one is due at once, so fast
@@ -172,7 +173,7 @@ def admit_pending(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter
     """Admission of a pending Work: refuse (closed or not due), suspend, reconcile or admit."""
     reason = row.admission_closed()
     if reason is not None:
-        # Refusal before any permit or invocation: no slot consumed (spec 001).
+        # Refusal before any permit or invocation: no slot consumed (docs/protocol/work.md).
         state = closing_state(reason)
         tally["refused"] += 1
         tally[state] += 1
@@ -213,8 +214,8 @@ def start_reconciliation(cur, routing_id: int, row: WorkRow, owner: str, tally: 
                          cause: str) -> Action:
     """Take a reconciliation lease for the most recent unresolved admitted permit.
 
-    Reconciliation may run after the admission cutoff (spec 001): it judges a past effect and
-    never admits anything by itself, so its lease is not capped by the deadline.
+    Reconciliation may run after the admission cutoff (docs/protocol/work.md): it judges a past
+    effect and never admits anything by itself, so its lease is not capped by the deadline.
     """
     definition = lookup(row.work_name, row.work_version)
     if definition is None:

@@ -1,4 +1,4 @@
-"""Accepting Work inside the caller's transaction (issue 3, item 2; spec 001).
+"""Accepting Work inside the caller's transaction (issue 3, item 2; docs/protocol/work.md).
 
 ``enqueue(scope, request)`` runs inside the caller's ``transaction.atomic()`` when there is one:
 the Work exists only if the caller commits. It enters the runtime role and the caller's scope
@@ -17,7 +17,8 @@ row back and compares (compare-or-return, never a blind second write):
   work id, or a work id taken by another identity): ``IdempotencyConflict`` (DS207).
 
 ``accepted_at`` is ``durable_schedule_clock('clock')`` (``clock_timestamp()``) sampled by that
-statement: insertion time, not request creation or commit (spec 001), and it is never hashed.
+statement: insertion time, not request creation or commit (docs/protocol/work.md), and it is never
+hashed.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from durable_schedule.default_scope import scope_optional
 from durable_schedule.errors import (
     IdempotencyConflict,
     InvalidArgument,
@@ -221,6 +223,7 @@ def _compare_or_return(cur, scope_id, request, fp, work_id) -> AcceptedWork:
     return AcceptedWork(stored_id, command_id, key, state, accepted_at, False)
 
 
+@scope_optional
 def enqueue(scope: str, request: WorkRequest, *, using: str | None = None) -> AcceptedWork:
     """Accept ``request`` in ``scope`` inside the caller's transaction (or its own)."""
     if not isinstance(request, WorkRequest):

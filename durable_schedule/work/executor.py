@@ -2,8 +2,9 @@
 
 ``ctx.cancelled`` is a :class:`threading.Event`. It is set when the attempt's execution deadline
 arrives, when the lease reaches its cap (maximum lease lifetime or deadline) and cannot be
-renewed further, or when the lease is found lost. Cancellation is cooperative (spec 001): the
-runtime cannot stop arbitrary code, so an executor that must not act after the deadline checks
+renewed further, or when the lease is found lost. Cancellation is cooperative
+(docs/protocol/work.md): the runtime cannot stop arbitrary code, so an executor that must not act
+after the deadline checks
 ``ctx.cancelled`` (or waits on it) between steps, and the database still refuses a late result.
 
 The local timers are derived from the database clock (the instant the lease or deadline ends
@@ -11,8 +12,9 @@ minus the database's "now" at admission or renewal) plus Python's monotonic cloc
 *warn* the executor. Every decision -- admission, success, retry, expiry -- is made again by the
 database clock under the Work lock.
 
-``ctx.renew()`` extends the lease through the guarded SQL (spec 001: capped by the attempt's
-maximum lease lifetime and the absolute deadline, remaining time compared before adding). With
+``ctx.renew()`` extends the lease through the guarded SQL (docs/protocol/work.md: capped by the
+attempt's maximum lease lifetime and the absolute deadline, remaining time compared before adding).
+With
 ``heartbeat=True`` (the ``process_work`` default) a watchdog thread renews at the policy's
 renewal cadence; its database work uses the thread's own connection, closed when it stops.
 
@@ -90,7 +92,8 @@ class WorkContext:
             self._cancel_at = time.monotonic() + seconds
 
     def past_cancel_point(self) -> bool:
-        """Local check before invoking (spec 001): the deadline or lease end has passed."""
+        """Local check before invoking (docs/protocol/work.md): the deadline or lease end has
+        passed."""
         if self.cancelled.is_set():
             return True
         with self._lock:

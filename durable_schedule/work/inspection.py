@@ -1,4 +1,5 @@
-"""Reading Work: ``work.get`` and ``work.list`` (issue 3, item 6; spec 001 "Authorized Work List").
+"""Reading Work: ``work.get`` and ``work.list`` (issue 3, item 6; docs/protocol/work.md "Authorized
+Work List").
 
 Each call runs one Work query in a scoped block (whatever the page size): the statement's MVCC
 snapshot projects the stored facts, and the execution snapshot is computed from that one row by
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from durable_schedule.default_scope import scope_optional
 from durable_schedule.errors import InvalidArgument, WorkNotFound
 from durable_schedule.evaluation.fingerprint import SCHEMA_V1
 from durable_schedule.evaluation.policy import (
@@ -130,6 +132,7 @@ def _uuid(value: object, field: str) -> uuid.UUID:
         raise InvalidArgument(f"{field} must be a UUID", got=value) from None
 
 
+@scope_optional
 def get(scope: str, work_id: uuid.UUID | str, *, using: str | None = None) -> WorkInfo:
     """One Work of ``scope``; WorkNotFound (DS210) when the scope has no such Work."""
     wid = _uuid(work_id, "work_id")
@@ -141,6 +144,7 @@ def get(scope: str, work_id: uuid.UUID | str, *, using: str | None = None) -> Wo
     return _info(row)
 
 
+@scope_optional
 def list_work(scope: str, state: str | None = None, page_size: int = 50,
               after: uuid.UUID | str | None = None, *,
               using: str | None = None) -> list[WorkInfo]:

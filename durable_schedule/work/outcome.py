@@ -1,4 +1,5 @@
-"""Recording what an executor or reconciler reported (issue 3, items 4 and 5; spec 001).
+"""Recording what an executor or reconciler reported (issue 3, items 4 and 5;
+docs/protocol/work.md).
 
 Each outcome is one scoped transaction that locks the Work row only while the lease this worker
 was given still holds it (``state = 'running'`` and the same owner and lease generation). When
@@ -9,7 +10,7 @@ moved it -- and the outcome is a typed "lost": an executor's result is kept in
 Attempt outcomes under a held lease:
 
 * success before the deadline: ``succeeded`` (a plan circuit that closed admission meanwhile does
-  not revoke an admitted attempt's ordinary success, spec 001);
+  not revoke an admitted attempt's ordinary success, docs/protocol/work.md);
 * success at or after the deadline: the result is quarantined (``late_result``), the permit
   resolved ``quarantined``, the Work ``expired`` with the first-closure facts recorded;
 * failure: the retry policy decides (next slot / backoff, or ``failed`` / ``expired``);
@@ -118,8 +119,8 @@ def _apply_outcome(cur, row: WorkRow, permit: int, outcome: AttemptOutcome, owne
                       detail={"permit_no": permit})
         return
     if row.deadline_reached():
-        # Spec 001: a current late encoded result is quarantined as evidence and does not
-        # become Work success; the deadline closed ordinary success at or after D.
+        # docs/protocol/work.md: a current late encoded result is quarantined as evidence and does
+        # not become Work success; the deadline closed ordinary success at or after D.
         reason = row.admission_closed()
         tally["quarantined"] += 1
         tally["expired"] += 1

@@ -1,14 +1,14 @@
-"""Operator commands on one Work: proof, resume, cancel (issue 3, item 5; spec 001).
+"""Operator commands on one Work: proof, resume, cancel (issue 3, item 5; docs/protocol/work.md).
 
-``record_proof`` follows spec 001 "Identity and outcome truth": under the Work lock it selects
-the most recent unresolved admitted permit, independently of the current attempt, and resolves
-only that permit. ``applied`` establishes the Work's result (``succeeded``); ``not_applied``
-resolves the permit and -- when no other admitted effect remains uncertain -- hands the Work
-back to its retry policy exactly as a reconciler's NotApplied would: the lost attempt counts as
-failed, the next attempt is due at the next planned slot or backoff, and a closed admission
-window stays closed (the Work then ends ``expired`` / ``failed``). If another unresolved permit
-remains, the Work stays suspended and a new proof resolves the next one. Neither proof extends
-the deadline or reopens admission; history records the actor, the permit and its attempt.
+``record_proof`` follows docs/protocol/work.md "Identity and outcome truth": under the Work lock it
+selects the most recent unresolved admitted permit, independently of the current attempt, and
+resolves only that permit. ``applied`` establishes the Work's result (``succeeded``);
+``not_applied`` resolves the permit and -- when no other admitted effect remains uncertain -- hands
+the Work back to its retry policy exactly as a reconciler's NotApplied would: the lost attempt
+counts as failed, the next attempt is due at the next planned slot or backoff, and a closed
+admission window stays closed (the Work then ends ``expired`` / ``failed``). If another unresolved
+permit remains, the Work stays suspended and a new proof resolves the next one. Neither proof
+extends the deadline or reopens admission; history records the actor, the permit and its attempt.
 
 Proof is accepted only for ``suspended`` Work (ProofRefused, DS213, otherwise): a running or
 pending Work is judged by its own reconciler, and a finished Work is never rewritten.
@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from durable_schedule.default_scope import scope_optional
 from durable_schedule.errors import (
     InvalidArgument,
     ProofRefused,
@@ -79,6 +80,7 @@ def _locked(cur, scope: str, work_id: uuid.UUID) -> WorkRow:
     return row
 
 
+@scope_optional
 def record_proof(scope: str, work_id: uuid.UUID | str, outcome: str, *, actor: str,
                  result: Any = None, expected_permit_no: int | None = None,
                  using: str | None = None) -> ProofRecorded:
@@ -123,6 +125,7 @@ def record_proof(scope: str, work_id: uuid.UUID | str, outcome: str, *, actor: s
     return ProofRecorded(wid, permit, attempt, outcome, row.state, row.open_permits)
 
 
+@scope_optional
 def resume(scope: str, work_id: uuid.UUID | str, *, actor: str,
            using: str | None = None) -> str:
     """Lift an ``unknown_definition`` / ``reconciler_missing`` suspension after deploying the
@@ -142,6 +145,7 @@ def resume(scope: str, work_id: uuid.UUID | str, *, actor: str,
     return row.state
 
 
+@scope_optional
 def cancel(scope: str, work_id: uuid.UUID | str, *, actor: str,
            using: str | None = None) -> str:
     """Cancel pending or suspended Work (terminal ``canceled``). Running Work is refused: wait

@@ -3,9 +3,9 @@
 A definition names one immutable Work version: its provider safety, its default execution policy
 (``None`` keeps the legacy completion-relative behaviour and the v1 fingerprint), its codec, the
 executor that performs the effect and, for ``reconcile_before_retry`` Work, the reconciler that
-establishes whether an earlier admitted attempt took effect. Spec 001: "Give changed semantics a
-new Work version and retain the registration needed to interpret historical Work" -- a worker
-that meets Work whose (name, version) is not registered in its process does not guess: it
+establishes whether an earlier admitted attempt took effect. docs/protocol/work.md: "Give changed
+semantics a new Work version and retain the registration needed to interpret historical Work" -- a
+worker that meets Work whose (name, version) is not registered in its process does not guess: it
 suspends the Work with reason ``unknown_definition`` and keeps it (docs/work.md).
 
 Definitions live in a module every process imports; ``process_work`` imports the ``work`` module
@@ -91,7 +91,7 @@ class WorkDefinition:
             work_id=work_id,
         )
 
-    def enqueue(self, *, scope: str, command: str, idempotency_key: str, payload: Any,
+    def enqueue(self, *, scope: str | None = None, command: str, idempotency_key: str, payload: Any,
                 deadline: datetime | None = None, due_at: datetime | None = None,
                 work_id: uuid.UUID | None = None, using: str | None = None) -> AcceptedWork:
         """Accept Work inside the caller's ``transaction.atomic()`` (see work.enqueue)."""

@@ -5,7 +5,8 @@ updates the Work row only when its state, lease owner and lease generation are s
 this process read under the row lock, and applies the side effects of that change in the same
 statement (new or resolved permit, dispatch row moved or deleted, quarantined evidence, a
 history row). A zero row count raises :class:`LeaseConflict`, a typed outcome the caller turns
-into "lost" -- never ignored (STYLE 5, DESIGN §3 "Every state change ... names its lease").
+into "lost" -- never ignored (docs/protocol/conventions.md rule C5, docs/protocol/storage.md "Every
+state change ... names its lease").
 
 Locking reads the Work row ``FOR UPDATE`` together with its permit facts, its dispatch row and
 the clock, sampled after the lock: the post-lock decision is the linearization point (spec

@@ -1,6 +1,7 @@
 """One bounded pass of the Work runtime: ``process_work_pass(...) -> WorkPassCounts`` (issue 3).
 
-The shape follows River's ``run_once`` (STYLE 6): ``manage.py process_work`` runs one pass; the
+The shape follows River's ``run_once`` (docs/protocol/conventions.md rule C6): ``manage.py
+process_work`` runs one pass; the
 ``--loop`` runner of a later issue calls the same function again and again.
 
 A pass:
@@ -226,7 +227,7 @@ def _context(action: Invoke | Reconcile, opts: _Options, *, reconciling: bool) -
 
 def _renew(routing_id: int, work_ref: int, reconciling: bool, using: str,
            ctx: WorkContext) -> tuple[datetime, datetime]:
-    """Extend the lease through the guarded SQL; capped as spec 001 says."""
+    """Extend the lease through the guarded SQL; capped as docs/protocol/work.md says."""
     with routed_block(routing_id, using) as (cur, scope_id):
         row = None
         if scope_id is not None:

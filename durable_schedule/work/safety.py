@@ -1,4 +1,4 @@
-"""Provider safety modes and reconciliation verdicts (issue 3, item 5; spec 001).
+"""Provider safety modes and reconciliation verdicts (issue 3, item 5; docs/protocol/work.md).
 
 ``IDEMPOTENT``: the effect may be repeated, so an attempt whose outcome was never recorded (a
 crash, a lost lease) is simply retried under the retry policy. ``RECONCILE_BEFORE_RETRY``: the

@@ -6,9 +6,9 @@ and an optional deadline relative to a base instant the Schedule processor choos
 stores ``target.to_json()``; the processor later rebuilds it with ``WorkTarget.from_json(...)``
 and turns it into a :class:`~durable_schedule.work.enqueue.WorkRequest` with ``to_request``.
 
-The snapshot never changes with later configuration: spec 001 "These are immutable request
-facts: configuration changes affect future Work only". Its payload is a detached canonical copy,
-so mutating the dict a caller passed in changes nothing, and ``to_json`` returns fresh copies.
+The snapshot never changes with later configuration: docs/protocol/work.md "These are immutable
+request facts: configuration changes affect future Work only". Its payload is a detached canonical
+copy, so mutating the dict a caller passed in changes nothing, and ``to_json`` returns fresh copies.
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ class WorkTarget:
         set_(self, "payload", codec.json_value(self.payload, "payload"))
         set_(self, "provider_safety", provider_safety(self.provider_safety).value)
         if self.policy_json is not None:
-            # Validates every rule of spec 001 (DS203/DS204/DS206) and keeps the canonical form.
+            # Validates every rule of docs/protocol/work.md (DS203/DS204/DS206) and keeps the
+            # canonical form.
             set_(self, "policy_json", ExecutionPolicy.from_json(self.policy_json).to_json())
         after = self.deadline_after_us
         if after is not None:

@@ -6,7 +6,8 @@
   reconciler looks for that row, so a crashed attempt whose effect happened is never repeated.
 * ``demo.touch`` v1 -- ``idempotent`` legacy Work (no execution policy): repeating it is harmless.
 
-Payload switches for tests: ``{"fail": true}`` makes the executor raise before its effect;
+Payload switches for tests and the demo: ``{"fail": true}`` makes the executor raise before its
+effect; ``{"fail_attempts": n}`` makes the first n attempts raise (the demo's failure and retry);
 ``{"reconcile": "unknown"}`` makes the reconciler answer Unknown.
 """
 
@@ -41,7 +42,7 @@ send_invoice = work.define(
 
 @send_invoice.executor
 def send(ctx: work.WorkContext, payload: dict) -> dict:
-    if payload.get("fail"):
+    if payload.get("fail") or ctx.attempt <= payload.get("fail_attempts", 0):
         raise RuntimeError("the invoice provider refused the request")
     Effect.objects.create(work_id=ctx.work_id, attempt=ctx.attempt,
                           key=f"invoice:{payload['order']}")

@@ -2,8 +2,10 @@
 driven by Playwright for Python against pytest-django's live server: log in, suspend a schedule,
 release one after recovery, record a proof on suspended Work.
 
-Chromium comes from ``scripts/install_browser.sh`` (``apt-get install chromium``); Playwright's
-own browser download is never used. Without a chromium binary the test skips and says so.
+Chromium comes from ``scripts/install_browser.sh`` (``make browser``; .ci/run runs it);
+Playwright's own browser download is never used. Without a chromium binary the test skips and
+says how to enable it, or fails under DURABLE_REQUIRE_BROWSER=1
+(tests/admin/browser_requirement.py).
 Screenshots go to the test's tmp dir; with ``DURABLE_DOCS_SCREENSHOTS=1`` also to docs/img/
 (the pictures in docs/admin.md).
 """
@@ -19,6 +21,7 @@ import pytest
 from django.db import connections
 
 from durable_schedule.store.models import ScheduleDefinition, ScheduleHistory, Work, WorkPermit
+from tests.admin.browser_requirement import ENABLE, skip_or_fail
 from tests.admin.conftest import T0, seed_occurrence, seed_schedule, seed_work
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -33,10 +36,11 @@ DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 @pytest.fixture
 def page(live_server, monkeypatch):
     if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        pytest.skip(f"no chromium binary at {CHROMIUM}: run scripts/install_browser.sh as root "
-                    "(Debian's chromium package) or set DURABLE_CHROMIUM")
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="Playwright for Python is missing: pip install -e .[test]")
+        skip_or_fail(f"no chromium binary at {CHROMIUM}: to run this test, {ENABLE}")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        skip_or_fail("Playwright for Python is missing: pip install -e '.[test]'")
     # Playwright's sync API runs an event loop in this thread; the test's own ORM reads
     # between browser steps are plain synchronous reads, which Django would otherwise refuse.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

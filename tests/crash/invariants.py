@@ -74,7 +74,8 @@ def expected_link(scope: str, schedule: str, generation: int, kind: str,
 
 def nominal_instants(kind: str, spec: dict, accepted_at: datetime,
                      upto: datetime) -> list[datetime]:
-    """The nominal instants in ``(accepted_at, upto]`` (DESIGN §4.2), computed independently."""
+    """The nominal instants in ``(accepted_at, upto]`` (docs/protocol/schedules.md rule S2),
+    computed independently."""
     if kind == "at":
         when = _utc(spec["at"])
         return [when] if accepted_at < when <= upto else []
@@ -148,7 +149,7 @@ def check(*, settled: bool = True, now: datetime | None = None,
     """Check I1-I6 over the whole store; ``now`` defaults to the database clock.
 
     ``allow_suspended`` names the ``scope/schedule`` a test suspends on purpose: their instants
-    after the unmoved cursor are left uncovered by design (DESIGN §4.3).
+    after the unmoved cursor are left uncovered by design (docs/protocol/schedules.md rule S3).
     """
     report = Report()
     if now is None:

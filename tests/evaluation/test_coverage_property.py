@@ -1,4 +1,5 @@
-"""Property: repeated passes cover every nominal instant exactly once (DESIGN §4.1-4.3).
+"""Property: repeated passes cover every nominal instant exactly once (docs/protocol/schedules.md
+rule S1-4.3).
 
 For random specs and random cutoff sequences (mostly forward, sometimes backward), feeding
 ``decide()`` pass after pass with a free slot and a huge safety window must dispose of every

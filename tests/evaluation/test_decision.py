@@ -1,5 +1,6 @@
-"""The per-pass decision (spec 000 "Occurrence materialization", "Clock and evaluator fences";
-DESIGN §4 items 1, 3 and 4). Each test names the rule it pins."""
+"""The per-pass decision (docs/protocol/schedules.md "Occurrence materialization", "Clock and
+evaluator fences"; docs/protocol/schedules.md rules S1, S3 and S4). Each test names the rule it
+pins."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Enqueue fingerprints v1/v2 (spec 001 "Identity and outcome truth"); the bytes never change."""
+"""Enqueue fingerprints v1/v2 (docs/protocol/work.md "Identity and outcome truth"); the bytes never
+change."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Execution-policy arithmetic, read like spec 001 "Validation and timing rules" (pure)."""
+"""Execution-policy arithmetic, read like docs/protocol/work.md "Validation and timing rules"
+(pure)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Schedule specs and nominal instants (spec 000 "Authoritative time"; DESIGN §4.1-4.2).
+"""Schedule specs and nominal instants (docs/protocol/schedules.md "Authoritative time";
+docs/protocol/schedules.md rules S1-S2).
 
 Pure unit tests: no database, no clock.
 """

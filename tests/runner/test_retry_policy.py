@@ -1,5 +1,6 @@
-"""DESIGN §4.11 / spec 002: the transient-error retry is pinned: 3 retries, 250 ms -> 500 ms -> 1 s,
-then RetriesExhausted naming the phase; permission and validation errors are never retried."""
+"""docs/protocol/runner.md rules R1-R3 / docs/protocol/runner.md: the transient-error retry is
+pinned: 3 retries, 250 ms -> 500 ms -> 1 s, then RetriesExhausted naming the phase; permission and
+validation errors are never retried."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Issue 5 tests for the schedule runner, with real processes (spec 002, DESIGN §4.11):
-quarantine inside a live loop, pg_terminate_backend mid-pass, permission errors not retried,
-SIGTERM during a pass, NOTIFY wake-up."""
+"""Issue 5 tests for the schedule runner, with real processes (docs/protocol/runner.md,
+docs/protocol/runner.md rules R1-R3): quarantine inside a live loop, pg_terminate_backend mid-pass,
+permission errors not retried, SIGTERM during a pass, NOTIFY wake-up."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Issue 4 item 2: the schedule API — scoped, transaction-timestamped, audited, re-arming the
-dispatch row, and append-only generations (DESIGN §4.2, §4.5; spec 000)."""
+dispatch row, and append-only generations (docs/protocol/schedules.md rules S2 and S5;
+docs/protocol/schedules.md)."""
 
 from __future__ import annotations
 

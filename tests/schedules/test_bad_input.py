@@ -1,5 +1,6 @@
-"""DESIGN §5 "Every bad input gets a clear error with a diagnostic code and changes nothing":
-each bad input of the schedule API raises its typed error and leaves every table as it was."""
+"""docs/protocol/index.md "Quality bars": "Every bad input gets a clear error with a diagnostic code
+and changes nothing": each bad input of the schedule API raises its typed error and leaves every
+table as it was."""
 
 from __future__ import annotations
 

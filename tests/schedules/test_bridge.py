@@ -1,7 +1,8 @@
-"""DESIGN §4.1 and §4.7, spec 000 "Transactions, security, and target bridge": the Work identity
-is derived from the occurrence identity; a failure after the Work insert rolls the decision, the
-occurrence, the cursor and the Work back together; the retry yields the same identity and one
-Work; the occurrence link is compare-or-return and a stored link that differs is DS113."""
+"""docs/protocol/schedules.md rules S1 and S7, docs/protocol/schedules.md "Transactions, security,
+and target bridge": the Work identity is derived from the occurrence identity; a failure after the
+Work insert rolls the decision, the occurrence, the cursor and the Work back together; the retry
+yields the same identity and one Work; the occurrence link is compare-or-return and a stored link
+that differs is DS113."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""DESIGN §4.4, spec 000 "Occurrence materialization": a nonterminal Work occupies the
-schedule-wide slot; later instants form at most one pending coalesced occurrence whose last
-instant only moves forward; a terminal Work requeues dispatch in its own transaction (trigger),
-and the next pass runs the coalesced occurrence without waiting for an interval."""
+"""docs/protocol/schedules.md rule S4, docs/protocol/schedules.md "Occurrence materialization": a
+nonterminal Work occupies the schedule-wide slot; later instants form at most one pending coalesced
+occurrence whose last instant only moves forward; a terminal Work requeues dispatch in its own
+transaction (trigger), and the next pass runs the coalesced occurrence without waiting for an
+interval."""
 
 from __future__ import annotations
 

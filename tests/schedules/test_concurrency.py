@@ -1,5 +1,6 @@
-"""DESIGN §5 "Concurrency": four ``process_schedules`` processes racing over the same 1,000 due
-schedules produce exactly 1,000 occurrences and 1,000 Work — no duplicate, none lost."""
+"""docs/protocol/index.md "Quality bars": "Concurrency": four ``process_schedules`` processes racing
+over the same 1,000 due schedules produce exactly 1,000 occurrences and 1,000 Work — no duplicate,
+none lost."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Property with the real database (DESIGN §4.1-4.4): for random specs, policies and random
-increasing cutoff sequences (with Work finishing at random and passes forced at random), the
-occurrence ranges the processor writes cover every nominal instant in (accepted_at, cursor]
-exactly once, every materialized occurrence has exactly one Work, and the cursor never moves
+"""Property with the real database (docs/protocol/schedules.md rule S1-4.4): for random specs,
+policies and random increasing cutoff sequences (with Work finishing at random and passes forced at
+random), the occurrence ranges the processor writes cover every nominal instant in (accepted_at,
+cursor] exactly once, every materialized occurrence has exactly one Work, and the cursor never moves
 back. Instants are counted by an oracle written differently from the evaluator."""
 
 from __future__ import annotations

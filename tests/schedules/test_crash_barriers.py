@@ -1,6 +1,7 @@
-"""DESIGN §4.10, spec 000 "Deferred crash-proof criteria": a process killed for real (os._exit)
-at each schedule barrier, then a recovery pass, leaves exactly one occurrence and at most the one
-accepted Work its decision calls for, with the derived Work identity."""
+"""docs/protocol/schedules.md rule S9, docs/protocol/schedules.md "Deferred crash-proof criteria": a
+process killed for real (os._exit) at each schedule barrier, then a recovery pass, leaves exactly
+one occurrence and at most the one accepted Work its decision calls for, with the derived Work
+identity."""
 
 from __future__ import annotations
 

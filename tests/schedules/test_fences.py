@@ -1,7 +1,8 @@
-"""DESIGN §4.6, spec 000 "Clock and evaluator fences": the processor compares the persisted
-runtime epoch and scope generation with the store epoch and the locked scope generation before
-evaluating; a mismatch suspends before the cursor moves or Work exists. release_after_recovery
-rebinds an old runtime epoch (and the current scope generation) only, never moving the cursor."""
+"""docs/protocol/schedules.md rule S6, docs/protocol/schedules.md "Clock and evaluator fences": the
+processor compares the persisted runtime epoch and scope generation with the store epoch and the
+locked scope generation before evaluating; a mismatch suspends before the cursor moves or Work
+exists. release_after_recovery rebinds an old runtime epoch (and the current scope generation) only,
+never moving the cursor."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""DESIGN §4.2 through the processor: At fires once at its instant; After is anchored on the
-schedule's accepted_at_utc; Every with the default, a past and a future anchor."""
+"""docs/protocol/schedules.md rule S2 through the processor: At fires once at its instant; After is
+anchored on the schedule's accepted_at_utc; Every with the default, a past and a future anchor."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""DESIGN §4.1 and §4.3: a cutoff at or behind the cursor changes nothing; a missed range within
-the safety window is one recovery occurrence (run_once) or one skipped range (skip); a jump
-beyond the window suspends with evidence, cursor unmoved, no Work."""
+"""docs/protocol/schedules.md rules S1 and S3: a cutoff at or behind the cursor changes nothing; a
+missed range within the safety window is one recovery occurrence (run_once) or one skipped range
+(skip); a jump beyond the window suspends with evidence, cursor unmoved, no Work."""
 
 from __future__ import annotations
 

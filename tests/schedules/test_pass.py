@@ -1,6 +1,7 @@
-"""DESIGN §4.8, spec 000 "Manual processing API": process_due processes at most max_schedules
-schedules, claims them in batches, returns zero counts for an empty pass, observes cancellation
-before every new lease, and never rolls back a committed fact of another schedule."""
+"""docs/protocol/schedules.md rule S8, docs/protocol/schedules.md "Manual processing API":
+process_due processes at most max_schedules schedules, claims them in batches, returns zero counts
+for an empty pass, observes cancellation before every new lease, and never rolls back a committed
+fact of another schedule."""
 
 from __future__ import annotations
 
@@ -136,8 +137,9 @@ def tamper_generation(schedule_id: str) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_unevaluable_schedule__is_quarantined_and_the_pass_goes_on(committed_clock, target):
-    # DESIGN §4.11 / spec 002: a row that cannot be evaluated is suspended with reason and
-    # evidence; the schedules before and after it in the same pass still produce Work.
+    # docs/protocol/runner.md rules R1-R3 / docs/protocol/runner.md: a row that cannot be evaluated
+    # is suspended with reason and evidence; the schedules before and after it in the same pass
+    # still produce Work.
     create("a-first", schedules.Every(HOUR), target)
     committed_clock.set(T0 + SECOND)
     create("b-broken", schedules.Every(HOUR), target)

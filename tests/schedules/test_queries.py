@@ -1,5 +1,5 @@
-"""STYLE 2: the schedule protocol's SQL lives in named blocks of store/sql/schedule_queries.sql;
-every block is used by the code, and no block is dead."""
+"""docs/protocol/conventions.md rule C2: the schedule protocol's SQL lives in named blocks of
+store/sql/schedule_queries.sql; every block is used by the code, and no block is dead."""
 
 from __future__ import annotations
 

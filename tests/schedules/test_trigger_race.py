@@ -1,7 +1,7 @@
-"""DESIGN §4.4 under concurrency: a Work that reaches a terminal state while a pass holds the
-schedule's lease (and has already read the slot) must not be lost. The pass locks the slot's
-Work FOR SHARE, so the Work's terminal UPDATE waits for the pass to commit; its trigger then
-sees the unleased dispatch row and the pending coalesced occurrence, and requeues at once."""
+"""docs/protocol/schedules.md rule S4 under concurrency: a Work that reaches a terminal state while
+a pass holds the schedule's lease (and has already read the slot) must not be lost. The pass locks
+the slot's Work FOR SHARE, so the Work's terminal UPDATE waits for the pass to commit; its trigger
+then sees the unleased dispatch row and the pending coalesced occurrence, and requeues at once."""
 
 from __future__ import annotations
 

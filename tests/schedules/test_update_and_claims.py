@@ -1,6 +1,6 @@
-"""DESIGN §4.5 with the processor: an update supersedes unstarted occurrences of older
-generations, while a started old-generation Work keeps the slot; a claim taken before an API
-change is superseded (the dispatch revision moved) and the pass writes nothing for it."""
+"""docs/protocol/schedules.md rule S5 with the processor: an update supersedes unstarted occurrences
+of older generations, while a started old-generation Work keeps the slot; a claim taken before an
+API change is superseded (the dispatch revision moved) and the pass writes nothing for it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""DESIGN §3 / issue 2: the dispatcher role's surface and claim_schedule_dispatch's contract."""
+"""docs/protocol/storage.md / issue 2: the dispatcher role's surface and claim_schedule_dispatch's
+contract."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""DESIGN §3 / issue 2: every scoped table admits only the transaction-local scope, for the real
-non-superuser runtime role (superusers and owners skip RLS, so we SET ROLE)."""
+"""docs/protocol/storage.md / issue 2: every scoped table admits only the transaction-local scope,
+for the real non-superuser runtime role (superusers and owners skip RLS, so we SET ROLE)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Crash barriers of the Work runtime, with real processes (issue 3; DESIGN §4.10).
+"""Crash barriers of the Work runtime, with real processes (issue 3; docs/protocol/schedules.md rule
+S9).
 
 ``manage.py process_work`` runs in a subprocess against the test database with
 ``DURABLE_SCHEDULE_CRASH_AT`` armed, and dies (``os._exit``) after the permit commit or after

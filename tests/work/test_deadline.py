@@ -1,6 +1,6 @@
-"""Spec 001 absolute deadlines: refusal before invocation at or after D, renewals capped by the
-deadline and the maximum lease lifetime, late results quarantined, first-closure facts, and the
-cooperative cancellation signal."""
+"""docs/protocol/work.md absolute deadlines: refusal before invocation at or after D, renewals
+capped by the deadline and the maximum lease lifetime, late results quarantined, first-closure
+facts, and the cooperative cancellation signal."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Issue 3 item 2 / spec 001: enqueue inside the caller's transaction, acceptance instant,
-compare-or-return idempotency, fingerprints v1/v2."""
+"""Issue 3 item 2 / docs/protocol/work.md: enqueue inside the caller's transaction, acceptance
+instant, compare-or-return idempotency, fingerprints v1/v2."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Issue 3 item 6 / spec 001 "Authorized Work List and Get": frozen projections with the
-execution snapshot, one Work query per call whatever the page size, legacy execution None."""
+"""Issue 3 item 6 / docs/protocol/work.md "Authorized Work List and Get": frozen projections with
+the execution snapshot, one Work query per call whatever the page size, legacy execution None."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Spec 001's five-slot plan (0, 5, 20, 60, 180 minutes, 240-minute circuit) with the real
-runtime pump: no early execution, slot i at A + O[i], overdue slots consumed in a burst by fast
+"""docs/protocol/work.md's five-slot plan (0, 5, 20, 60, 180 minutes, 240-minute circuit) with the
+real runtime pump: no early execution, slot i at A + O[i], overdue slots consumed in a burst by fast
 failures, no slot at or after the circuit, a refusal consumes no slot."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Issue 3 item 5 / spec 001 "Identity and outcome truth": an admitted permit without a recorded
-outcome (the worker died) follows the provider safety; reconciliation and operator proof.
+"""Issue 3 item 5 / docs/protocol/work.md "Identity and outcome truth": an admitted permit without a
+recorded outcome (the worker died) follows the provider safety; reconciliation and operator proof.
 
 The worker "dies" in-process by raising :class:`Crash` (a BaseException) from the executor: the
 runtime records no outcome, exactly as after a kill at ``work-effect-before-outcome`` (effect

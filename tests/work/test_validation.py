@@ -1,6 +1,6 @@
-"""Spec 001 "Validation and timing rules", each rule alone: enqueue surfaces it with its code and
-writes nothing -- through the Python request API and through a stored target's policy JSON (the
-Schedule bridge's path). The pure rules themselves are pinned in tests/evaluation."""
+"""docs/protocol/work.md "Validation and timing rules", each rule alone: enqueue surfaces it with
+its code and writes nothing -- through the Python request API and through a stored target's policy
+JSON (the Schedule bridge's path). The pure rules themselves are pinned in tests/evaluation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``manage.py process_schedules``: bounded passes of the schedule processor (DESIGN §1).
+"""``manage.py process_schedules``: bounded passes of the schedule processor
+(docs/getting-started.md).
 
 By default one pass over at most ``--max-schedules`` due schedules, for cron, a systemd timer or
 a Kubernetes CronJob. ``--passes N`` runs up to N passes and stops early after a pass that

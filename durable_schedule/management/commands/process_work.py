@@ -1,4 +1,5 @@
-"""``manage.py process_work``: one bounded pass of the Work runtime (DESIGN §1, issue 3 item 7).
+"""``manage.py process_work``: one bounded pass of the Work runtime (docs/getting-started.md, issue
+3 item 7).
 
 Claims at most ``--max-items`` due Work dispatch rows, ``--batch`` per claim statement, under a
 claim lease of ``--lease-seconds``; runs executors with the deadline-bounded cancellation signal
@@ -54,7 +55,7 @@ class Command(BaseCommand):
                 if options["verbosity"] >= 1:
                     self.stdout.write(f"stopped after {stats.passes} passes: {stats.totals}")
                 return
-            # The same bounded transient retry as process_schedules (spec 002): a cut
+            # The same bounded transient retry as process_schedules (docs/protocol/runner.md): a cut
             # connection or a serialization failure rolls the phase back and tries again.
             counts = run_with_retry("work.pass", one_pass)
         except DurableError as exc:

@@ -1,4 +1,4 @@
--- Named queries of the Schedule protocol (spec 000), run by durable_schedule.schedules (the
+-- Named queries of the Schedule protocol (docs/protocol/schedules.md), run by durable_schedule.schedules (the
 -- scoped API) and durable_schedule.processor (the dispatcher claim and the scoped pass).
 -- Not a migration: loaded with sqlfiles.query("schedule_queries.sql", name). Every scoped query
 -- runs as durable_runtime with the transaction-local scope set, so row-level security admits
@@ -6,7 +6,7 @@
 -- by scope_id. jsonb travels as text (::text out, ::jsonb in) so no driver adapter decides the
 -- JSON encoding.
 
--- name: transaction clock -- the command's acceptance instant (spec 000 "Authoritative time").
+-- name: transaction clock -- the command's acceptance instant (docs/protocol/schedules.md "Authoritative time").
 SELECT durable_schedule_clock('transaction')
 
 -- name: claim -- the dispatcher's claim (transaction form 1): routing columns only.
@@ -14,7 +14,7 @@ SELECT scope_routing_id, schedule_id, dispatch_revision
   FROM claim_schedule_dispatch(%(lease_owner)s, %(lease_duration)s, %(max_rows)s)
 
 -- name: lock fences -- store epoch and scope generation FOR SHARE: a bump waits for this
--- transaction, so it cannot slip between the fence check and the write (DESIGN §3). The
+-- transaction, so it cannot slip between the fence check and the write (docs/protocol/storage.md). The
 -- clock column is the processor's cutoff (read in this scoped transaction, one round trip).
 SELECT st.runtime_epoch, st.schema_version, st.compatibility_floor, sc.generation, sc.routing_id,
        durable_schedule_clock('clock')
@@ -145,7 +145,7 @@ UPDATE durable_schedule_dispatch
 
 -- name: lock slot -- the Work of the schedule's latest linked occurrence, FOR SHARE.
 -- The processor links a new occurrence only while the slot is free, so only the latest linked
--- occurrence can hold a nonterminal Work (DESIGN §4.4). FOR SHARE makes a concurrent terminal
+-- occurrence can hold a nonterminal Work (docs/protocol/schedules.md rule S4). FOR SHARE makes a concurrent terminal
 -- transition of that Work wait for this pass (or this pass wait for it), so the requeue trigger
 -- and this pass never both miss a pending coalesced occurrence.
 SELECT w.work_id, w.state, o.id
@@ -165,7 +165,7 @@ SELECT id, generation, first_nominal_utc, last_nominal_utc
    FOR UPDATE
 
 -- name: insert occurrence -- an occurrence identity; nothing when it already exists.
--- current_user and the scope setting ride along: the Work bridge's runtime proof (DESIGN §4.7)
+-- current_user and the scope setting ride along: the Work bridge's runtime proof (docs/protocol/schedules.md rule S7)
 -- for the occurrence this statement created, sampled in this transaction.
 INSERT INTO durable_schedule_occurrence (scope_id, schedule_id, generation, kind,
         first_nominal_utc, last_nominal_utc, state, created_at, updated_at)

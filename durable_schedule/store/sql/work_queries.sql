@@ -1,8 +1,8 @@
--- Named queries of the Work runtime (issue 3, spec 001). Not a migration file: loaded with
+-- Named queries of the Work runtime (issue 3, docs/protocol/work.md). Not a migration file: loaded with
 -- store.sqlfiles.query("work_queries.sql", name). Scoped queries run as durable_runtime with the
 -- transaction-local scope set, so row-level security admits only that scope's rows. Every state
 -- change names the lease it expects (state, lease owner, lease generation) in its WHERE clause
--- and the caller checks the row count (STYLE 5).
+-- and the caller checks the row count (docs/protocol/conventions.md rule C5).
 
 -- name: accept -- insert Work, its dispatch row and an accepted history row once; the first column proves role and scope.
 WITH guard AS (
@@ -157,7 +157,7 @@ WITH moved AS (
            result = %(result)s::jsonb,
            last_error = %(last_error)s::jsonb,
            suspension_reason = %(suspension_reason)s,
-           -- First-write closure facts (spec 001): an earlier cause is never overwritten.
+           -- First-write closure facts (docs/protocol/work.md): an earlier cause is never overwritten.
            execution_admission_closed_reason = CASE
                WHEN w.execution_admission_closed_at IS NULL THEN %(closed_reason)s
                ELSE w.execution_admission_closed_reason END,
