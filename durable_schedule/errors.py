@@ -150,6 +150,62 @@ class DeclarationConflict(ScheduleError):
         "duplicate declare() or give it its own schedule id."
     )
 
+
+class ScheduleNotPausable(ScheduleError):
+    code = "DS146"
+    next_action = (
+        "Only an active schedule can be paused; a suspended one needs its repair first "
+        "(docs/schedules.md operator table)."
+    )
+
+
+class ScheduleNotPaused(ScheduleError):
+    code = "DS147"
+    next_action = (
+        "Only a paused schedule can be resumed; a suspended one is repaired (release or "
+        "update), not resumed."
+    )
+
+
+class InvalidBounds(ScheduleError):
+    code = "DS148"
+    next_action = (
+        "start_at and end_at are aware datetimes with start_at <= end_at; max_runs is a "
+        "positive integer."
+    )
+
+
+class InvalidJitter(ScheduleError):
+    code = "DS149"
+    next_action = (
+        'jitter is a positive timedelta, shorter than an Every interval.'
+    )
+
+
+class TriggerSlotBusy(ScheduleError):
+    code = "DS150"
+    next_action = (
+        "The schedule's previous Work still holds the slot and its overlap policy lets only one"
+        " run at a time: retry the trigger (same request id) once it finished, or use overlap "
+        "allow_all."
+    )
+
+
+class ScheduleNotTriggerable(ScheduleError):
+    code = "DS151"
+    next_action = (
+        'Only an active or paused schedule can be run now; repair a suspended one first.'
+    )
+
+
+class InvalidCatchUp(ScheduleError):
+    code = "DS152"
+    next_action = (
+        'catch_up is "misfire_policy" (the generation\'s misfire policy decides, lateness '
+        'measured from the resume) or "skip" (instants missed while paused are skipped and '
+        "counted)."
+    )
+
 # ---------------------------------------------------------------- DS2xx work
 class WorkError(DurableError):
     code = "DS200"

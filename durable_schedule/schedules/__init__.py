@@ -1,6 +1,7 @@
 """The schedule API (docs/architecture.md "schedules API"; docs/schedules.md).
 
-``create`` / ``update`` / ``delete`` / ``release_after_recovery`` / ``suspend`` change a schedule;
+``create`` / ``update`` / ``delete`` / ``release_after_recovery`` / ``suspend`` / ``pause`` /
+``resume`` / ``trigger`` (run now) change a schedule;
 ``get`` / ``list`` read. Every call runs in the scoped transaction form and nests in the
 caller's ``transaction.atomic()``. ``declare`` records a schedule declared in code and ``sync``
 (``manage.py sync_schedules``) applies the declarations. Specs: ``At(when)``, ``After(delay)``,
@@ -19,6 +20,7 @@ from durable_schedule.schedules.api import (
 from durable_schedule.schedules.api import list_schedules as list
 from durable_schedule.schedules.declared import SyncReport, declare, sync
 from durable_schedule.schedules.info import ScheduleInfo
+from durable_schedule.schedules.lifecycle import Triggered, pause, resume, trigger
 
 __all__ = [
     "After",
@@ -26,13 +28,17 @@ __all__ = [
     "Every",
     "ScheduleInfo",
     "SyncReport",
+    "Triggered",
     "create",
     "declare",
     "delete",
     "get",
     "list",
+    "pause",
     "release_after_recovery",
+    "resume",
     "suspend",
     "sync",
+    "trigger",
     "update",
 ]

@@ -67,6 +67,11 @@ class ScheduleDefinition(models.Model):
     suspension_reason = models.TextField(null=True)
     suspension_evidence = models.JSONField(null=True)
     suspended_at = models.DateTimeField(null=True)
+    paused_at = models.DateTimeField(null=True)
+    paused_by = models.TextField(null=True)
+    pause_note = models.TextField(null=True)
+    resumed_at = models.DateTimeField(null=True)
+    missed = models.JSONField(default=dict)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -98,6 +103,10 @@ class ScheduleGeneration(models.Model):
     safety_window = models.DurationField()
     evaluator_version = models.TextField()
     created_by = models.TextField(default="", blank=True)
+    start_at = models.DateTimeField(null=True)
+    end_at = models.DateTimeField(null=True)
+    max_runs = models.IntegerField(null=True)
+    jitter = models.DurationField(null=True)
 
     class Meta:
         app_label = "durable_schedule"
