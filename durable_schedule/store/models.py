@@ -140,6 +140,8 @@ class Occurrence(models.Model):
     work_id = models.UUIDField(null=True)
     work_command = models.TextField(null=True)
     work_idempotency_key = models.TextField(null=True)
+    request_id = models.TextField(null=True)  # manual occurrences (run now)
+    jitter_us = models.BigIntegerField(null=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
