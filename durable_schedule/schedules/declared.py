@@ -14,7 +14,8 @@ An app declares its periodic Work in ``<app>/schedules.py``, the way celery-beat
 match, through the public API (the same writer as every other caller):
 
 * a declared identity that does not exist is created;
-* one whose active generation differs (spec, target, overlap, misfire, safety window) gets a new
+* one whose active generation differs (spec, target, overlap, misfire, safety window, bounds,
+  jitter) gets a new
   generation through ``update`` -- an unchanged declaration is a no-op, so a deploy that changes
   nothing creates no generation and never re-anchors anything;
 * a schedule that an earlier sync created (its active generation's actor is
@@ -33,7 +34,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -41,6 +42,8 @@ from django.utils.module_loading import autodiscover_modules
 
 from durable_schedule import conf
 from durable_schedule.errors import DeclarationConflict, ScheduleNotFound
+from durable_schedule.evaluation import jitter as jittering
+from durable_schedule.evaluation.bounds import Bounds
 from durable_schedule.evaluation.timeline import ScheduleSpec, kind_of, spec_to_json
 from durable_schedule.schedules import api
 from durable_schedule.schedules import validation as check
@@ -65,6 +68,10 @@ class Declaration:
     overlap: str = "queue_one"
     misfire: str = "run_once"
     safety_window: timedelta | None = None
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    max_runs: int | None = None
+    jitter: timedelta | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -77,17 +84,21 @@ _LOCK = threading.Lock()
 
 def declare(schedule_id: str, spec: ScheduleSpec, *, target: WorkTarget, scope: str,
             overlap: str = "queue_one", misfire: str = "run_once",
-            safety_window: timedelta | None = None) -> Declaration:
+            safety_window: timedelta | None = None, start_at: datetime | None = None,
+            end_at: datetime | None = None, max_runs: int | None = None,
+            jitter: timedelta | None = None) -> Declaration:
     """Declare a schedule in code (recorded in this process; ``sync_schedules`` applies it).
 
     Validated at once, like ``create``: a bad spec, policy or target fails at import time, not
     at deploy time. Declaring one identity twice with different values is refused (DS145):
     one identity has one declaration.
     """
+    bounds = Bounds(start_at=start_at, end_at=end_at, max_runs=max_runs)
     decl = Declaration(
         scope=validate_scope_id(scope), schedule_id=check.schedule_id(schedule_id),
         spec=check.spec(spec), target=target, overlap=overlap, misfire=misfire,
-        safety_window=safety_window)
+        safety_window=safety_window, start_at=bounds.start_at, end_at=bounds.end_at,
+        max_runs=bounds.max_runs, jitter=jittering.validate(jitter, spec))
     check.target(target)
     check.policies(overlap, misfire)
     check.safety_window(safety_window)
@@ -187,7 +198,8 @@ def _apply(decl: Declaration, report: SyncReport) -> None:
         info = api.get(decl.scope, decl.schedule_id)
     except ScheduleNotFound:
         api.create(decl.scope, decl.schedule_id, decl.spec, decl.target, overlap=decl.overlap,
-                   misfire=decl.misfire, safety_window=decl.safety_window, actor=SYNC_ACTOR)
+                   misfire=decl.misfire, safety_window=decl.safety_window, actor=SYNC_ACTOR,
+                   **_lifecycle(decl))
         report.created.append(decl.key)
         return
     if info.state == "deleted":
@@ -200,8 +212,15 @@ def _apply(decl: Declaration, report: SyncReport) -> None:
         return
     api.update(decl.scope, decl.schedule_id, expected_revision=info.revision, spec=decl.spec,
                target=decl.target, overlap=decl.overlap, misfire=decl.misfire,
-               safety_window=decl.safety_window or conf.safety_window(), actor=SYNC_ACTOR)
+               safety_window=decl.safety_window or conf.safety_window(), actor=SYNC_ACTOR,
+               **_lifecycle(decl))
     report.updated.append((*decl.key, changed))
+
+
+def _lifecycle(decl: Declaration) -> dict[str, Any]:
+    # Passed explicitly (None included): the declaration is the whole truth of the generation.
+    return {"start_at": decl.start_at, "end_at": decl.end_at, "max_runs": decl.max_runs,
+            "jitter": decl.jitter}
 
 
 def differences(decl: Declaration, info: ScheduleInfo) -> list[str]:
@@ -214,6 +233,10 @@ def differences(decl: Declaration, info: ScheduleInfo) -> list[str]:
         "overlap": (decl.overlap, info.overlap),
         "misfire": (decl.misfire, info.misfire),
         "safety_window": (window, info.safety_window),
+        "start_at": (decl.start_at, info.start_at),
+        "end_at": (decl.end_at, info.end_at),
+        "max_runs": (decl.max_runs, info.max_runs),
+        "jitter": (decl.jitter, info.jitter),
     }
     return [name for name, (want, have) in facts.items() if _normal(want) != _normal(have)]
 
@@ -229,7 +252,7 @@ def _managed(scope: str) -> list[ScheduleInfo]:
     out: list[ScheduleInfo] = []
     after = ""
     while True:
-        page = api.list_schedules(scope, states=["active", "suspended", "completed"],
+        page = api.list_schedules(scope, states=["active", "suspended", "paused", "completed"],
                                   after=after, limit=1000)
         out += [i for i in page if i.created_by == SYNC_ACTOR]
         if len(page) < 1000:

@@ -129,3 +129,42 @@ def test_concurrent_syncs__from_two_deploy_hosts_create_one_generation(committed
     assert sorted("created demo/demo-hourly-touch" in o for o in outs) == [False, True]
     info = schedules.get("demo", "demo-hourly-touch")
     assert (info.generation, info.revision) == (1, 1)
+
+
+def test_sync__lifecycle_facts_are_declared_compared_and_a_second_sync_is_a_no_op(
+        committed_clock):
+    def with_facts(**changes):
+        facts = {"overlap": "skip", "jitter": timedelta(minutes=5), "max_runs": 30,
+                 "start_at": ANCHOR + timedelta(days=1), "end_at": ANCHOR + timedelta(days=60)}
+        return declared.Declaration(**{**decl().__dict__, **facts, **changes})
+
+    declared.sync(declared=[with_facts()])
+    info = schedules.get("tenant-a", "nightly")
+    assert (info.overlap, info.jitter, info.max_runs) == ("skip", timedelta(minutes=5), 30)
+    assert (info.start_at, info.end_at) == (ANCHOR + timedelta(days=1),
+                                            ANCHOR + timedelta(days=60))
+    assert declared.sync(declared=[with_facts()]).unchanged == [("tenant-a", "nightly")]
+    report = declared.sync(declared=[with_facts(max_runs=40, jitter=None)])
+    assert report.updated == [("tenant-a", "nightly", ["max_runs", "jitter"])]
+    again = schedules.get("tenant-a", "nightly")
+    assert (again.generation, again.max_runs, again.jitter) == (2, 40, None)
+
+
+def test_declare__refuses_bad_lifecycle_facts_at_import_time():
+    from durable_schedule.errors import InvalidBounds, InvalidJitter
+
+    every = schedules.Every(timedelta(hours=1), anchor=ANCHOR)
+    with pytest.raises(InvalidBounds):
+        declared.declare("b", every, target=touch_target(), scope="tenant-a", max_runs=0)
+    with pytest.raises(InvalidJitter):
+        declared.declare("b", every, target=touch_target(), scope="tenant-a",
+                         jitter=timedelta(hours=1))
+    assert all(d.schedule_id != "b" for d in declared.declarations())
+
+
+def test_sync__keeps_a_paused_schedule_paused(committed_clock):
+    declared.sync(declared=[decl()])
+    schedules.pause("tenant-a", "nightly", "deploy freeze", actor="ops")
+    declared.sync(declared=[decl(hours=12)])
+    info = schedules.get("tenant-a", "nightly")
+    assert (info.state, info.generation) == ("paused", 2)
