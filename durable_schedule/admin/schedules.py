@@ -26,10 +26,10 @@ from durable_schedule.store.models import (
     Work,
 )
 
-SCHEDULE_STATES = ("active", "suspended", "deleted", "completed")
+SCHEDULE_STATES = ("active", "suspended", "paused", "deleted", "completed")
 OCCURRENCE_STATES = ("pending", "claimed", "materialized", "skipped", "superseded", "canceled",
                      "suspended")
-OCCURRENCE_KINDS = ("nominal", "recovery", "coalesced")
+OCCURRENCE_KINDS = ("nominal", "recovery", "coalesced", "manual")
 
 
 def _active_generation(field: str) -> Subquery:
@@ -70,6 +70,8 @@ class ScheduleDefinitionAdmin(actions.ScheduleOperations, ReadOnlyScopedAdmin):
         (None, {"fields": ("scope_id", "schedule_id", "state", "revision", "active_generation")}),
         ("Cursor and fences", {"fields": ("cursor_utc", "runtime_epoch", "scope_generation")}),
         ("Suspension", {"fields": ("suspension_reason", "suspension_evidence", "suspended_at")}),
+        ("Pause", {"fields": ("paused_at", "paused_by", "pause_note", "resumed_at")}),
+        ("Missed instants", {"fields": ("missed",)}),
         ("Record", {"fields": ("created_at", "updated_at")}),
     )
 
@@ -100,6 +102,10 @@ class ScheduleDefinitionAdmin(actions.ScheduleOperations, ReadOnlyScopedAdmin):
 
     @admin.display(description="lateness")
     def lateness(self, obj):
+        # Only an active schedule can be late: a paused or suspended one is waiting for an
+        # operator, which its state already says (docs/admin.md).
+        if obj.state != "active":
+            return "—"
         return timeline.format_duration(timeline.lateness(self._next_due(obj), obj.db_now))
 
     def detail_context(self, request, object_id, scope_id):
@@ -115,7 +121,8 @@ class ScheduleGenerationAdmin(ReadOnlyScopedAdmin):
     """Append-only generations (a trigger refuses UPDATE/DELETE); newest first."""
 
     list_display = ("scope_id", "schedule_id", "generation", "kind", "accepted_at_utc",
-                    "overlap_policy", "misfire_policy", "evaluator_version", "created_by")
+                    "overlap_policy", "misfire_policy", "start_at", "end_at", "max_runs",
+                    "jitter", "evaluator_version", "created_by")
     list_filter = (choices_filter("kind", "kind", ("at", "after", "every")),)
     search_fields = ("=scope_id", "schedule_id")
     ordering = ("-accepted_at_utc", "-generation")
@@ -124,7 +131,7 @@ class ScheduleGenerationAdmin(ReadOnlyScopedAdmin):
 @admin.register(Occurrence)
 class OccurrenceAdmin(ReadOnlyScopedAdmin):
     list_display = ("scope_id", "schedule_id", "generation", "kind", "first_nominal_utc",
-                    "last_nominal_utc", "state", "work")
+                    "last_nominal_utc", "state", "jitter_us", "request_id", "work")
     list_filter = (choices_filter("state", "state", OCCURRENCE_STATES),
                    choices_filter("kind", "kind", OCCURRENCE_KINDS))
     search_fields = ("=scope_id", "schedule_id", "work_command", "work_idempotency_key")

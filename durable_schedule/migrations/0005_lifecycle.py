@@ -28,6 +28,21 @@ class Migration(migrations.Migration):
                                     models.IntegerField(null=True)),
                 migrations.AddField("schedulegeneration", "jitter",
                                     models.DurationField(null=True)),
+                migrations.AlterModelOptions("scheduledefinition", {
+                    "verbose_name": "schedule",
+                    "db_table": "durable_schedule_definition",
+                    "managed": False,
+                    "default_permissions": ("view",),
+                    "permissions": [
+                        ("suspend_schedule", "Can suspend a schedule"),
+                        ("release_schedule", "Can release a schedule after recovery"),
+                        ("delete_schedule", "Can delete a schedule (terminal)"),
+                        ("pause_schedule", "Can pause and resume a schedule"),
+                        ("trigger_schedule", "Can run a schedule now"),
+                        ("reissue_schedule",
+                         "Can re-issue a suspended schedule as a new generation"),
+                    ],
+                }),
             ],
         ),
     ]

@@ -83,6 +83,9 @@ class ScheduleDefinition(models.Model):
             ("suspend_schedule", "Can suspend a schedule"),
             ("release_schedule", "Can release a schedule after recovery"),
             ("delete_schedule", "Can delete a schedule (terminal)"),
+            ("pause_schedule", "Can pause and resume a schedule"),
+            ("trigger_schedule", "Can run a schedule now"),
+            ("reissue_schedule", "Can re-issue a suspended schedule as a new generation"),
         ]
 
     def __str__(self) -> str:
