@@ -10,3 +10,4 @@ class DurableScheduleConfig(AppConfig):
         # Registers the system checks (docs/protocol/storage.md: "a Django system check reports the
         # same").
         from durable_schedule import checks  # noqa: F401
+        from durable_schedule.operations import deploy_checks  # noqa: F401  (check --deploy)

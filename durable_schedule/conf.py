@@ -33,6 +33,18 @@ DEFAULTS: dict[str, Any] = {
     # transaction mode that cannot keep prepared statements (PgBouncer < 1.21, or without
     # ``max_prepared_statements``): docs/operations.md "Prepared statements and poolers".
     "PREPARE_STATEMENTS": True,
+    # Health (docs/operations.md "Health: heartbeats and thresholds"). A --loop runner writes
+    # its heartbeat every HEARTBEAT_SECONDS; one silent for RUNNER_DEAD_SECONDS is dead.
+    "HEARTBEAT_SECONDS": 10.0,
+    "RUNNER_DEAD_SECONDS": 60.0,
+    # durable_status flags a queue whose oldest due row is this late, or this many rows due.
+    "LATENESS_ALERT_SECONDS": 300.0,
+    "BACKLOG_ALERT": 10_000,
+    # A --loop runner serves its process metrics (counters, histograms) on this TCP port when
+    # set (prometheus-client's exposition server; docs/operations.md "Metrics").
+    "METRICS_PORT": None,
+    # Bearer token the metrics view accepts (besides a staff login); None: staff only.
+    "METRICS_TOKEN": None,
     # The scope every public call uses when it is given none (docs/getting-started.md "One scope
     # for a single-tenant project"). None (the default) makes the scope a required argument, as
     # a multi-tenant project wants: a forgotten scope is an error (DS410), never a guess.
@@ -62,6 +74,32 @@ def max_idle_seconds() -> float:
 
 def prepare_statements() -> bool:
     return bool(_get("PREPARE_STATEMENTS"))
+
+
+def heartbeat_seconds() -> float:
+    return float(_get("HEARTBEAT_SECONDS"))
+
+
+def runner_dead_seconds() -> float:
+    return float(_get("RUNNER_DEAD_SECONDS"))
+
+
+def lateness_alert_seconds() -> float:
+    return float(_get("LATENESS_ALERT_SECONDS"))
+
+
+def backlog_alert() -> int:
+    return int(_get("BACKLOG_ALERT"))
+
+
+def metrics_port() -> int | None:
+    value = _get("METRICS_PORT")
+    return None if value is None else int(value)
+
+
+def metrics_token() -> str | None:
+    value = _get("METRICS_TOKEN")
+    return None if value is None else str(value)
 
 
 def default_scope() -> str | None:
@@ -95,6 +133,7 @@ def validate() -> None:
     _validate_default_scope(default_scope())
     if max_idle_seconds() <= 0:
         raise ValueError("DURABLE_SCHEDULE['MAX_IDLE_SECONDS'] must be positive")
+    _validate_health()
     try:
         scopes = admin_scopes()
     except ImportError as exc:
@@ -102,6 +141,29 @@ def validate() -> None:
     if not callable(scopes):
         raise ValueError("DURABLE_SCHEDULE['ADMIN_SCOPES'] must be a callable user -> scopes "
                          "or its dotted path")
+
+
+def _positive_number(name: str) -> None:
+    value = _get(name)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"DURABLE_SCHEDULE['{name}'] must be a positive number")
+
+
+def _validate_health() -> None:
+    for name in ("HEARTBEAT_SECONDS", "RUNNER_DEAD_SECONDS", "LATENESS_ALERT_SECONDS",
+                 "BACKLOG_ALERT"):
+        _positive_number(name)
+    if runner_dead_seconds() <= heartbeat_seconds():
+        raise ValueError("DURABLE_SCHEDULE['RUNNER_DEAD_SECONDS'] must exceed HEARTBEAT_SECONDS "
+                         "(a live runner would look dead between two beats)")
+    token = _get("METRICS_TOKEN")
+    if token is not None and (not isinstance(token, str) or len(token) < 16):
+        raise ValueError("DURABLE_SCHEDULE['METRICS_TOKEN'] must be None or a string of at "
+                         "least 16 characters")
+    port = _get("METRICS_PORT")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int)
+                             or not 0 < port < 65536):
+        raise ValueError("DURABLE_SCHEDULE['METRICS_PORT'] must be None or a TCP port 1-65535")
 
 
 def _validate_default_scope(value: object) -> None:

@@ -390,6 +390,35 @@ class InvalidDefaultScope(OperationsError, ValueError):
                    "characters, no control characters, no surrounding spaces.")
 
 
+class InvalidHeartbeat(OperationsError):
+    code = "DS425"
+    next_action = ("A runner heartbeat was refused (bad field or a runner id of another process):"
+                   " restart the runner; it takes a fresh runner id.")
+
+
+class StoreUnreachable(OperationsError):
+    code = "DS426"
+    next_action = ("Check DATABASES / DATABASE_URL, the network and the pooler; durable_status "
+                   "exits 2 until the store answers.")
+
+
+class InvalidRetention(OperationsError):
+    code = "DS427"
+    next_action = ("Give --older-than as a positive duration such as 30d, 12h or 90m, at least "
+                   "the minimum of docs/operations.md \"Retention\".")
+
+
+class PartitionArchiveRefused(OperationsError):
+    code = "DS428"
+    next_action = ("Archive only months before the current one, and drop only partitions whose "
+                   "transcript (.jsonl + .sha256) was written and verified.")
+
+
+class MetricsUnavailable(OperationsError):
+    code = "DS429"
+    next_action = "Install the metrics extra: pip install 'durable-schedule[metrics]'."
+
+
 def all_error_classes() -> list[type[DurableError]]:
     """Every concrete error class, for the catalogue test and docs."""
     seen: list[type[DurableError]] = []

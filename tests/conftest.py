@@ -73,7 +73,8 @@ DURABLE_TABLES = (
     "durable_schedule_scope, durable_schedule_definition, durable_schedule_generation,"
     " durable_schedule_occurrence, durable_schedule_dispatch, durable_schedule_history,"
     " durable_work, durable_work_dispatch, durable_work_permit, durable_work_quarantine,"
-    " durable_work_history"
+    " durable_work_history, durable_runner_heartbeat, durable_work_retention_mark,"
+    " durable_schedule_routing"
 )
 
 

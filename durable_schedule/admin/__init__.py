@@ -8,10 +8,11 @@ admin autodiscovery imports it). Areas, one module each:
 * :mod:`.base`     — the read-only, scoped ModelAdmin every page builds on;
 * :mod:`.schedules`, :mod:`.work` — the pages;
 * :mod:`.actions`  — suspend / release / delete / record proof, through the public API only;
-* :mod:`.timeline` — what a schedule's and a Work's detail page shows.
+* :mod:`.timeline` — what a schedule's and a Work's detail page shows;
+* :mod:`.dashboard` — runners and health (the runners' page).
 """
 
-from durable_schedule.admin import schedules, work  # noqa: F401  (registers the pages)
+from durable_schedule.admin import dashboard, schedules, work  # noqa: F401  (registers the pages)
 from durable_schedule.admin.scoping import ALL, all_scopes_for_staff, superusers_see_all
 
 __all__ = ["ALL", "all_scopes_for_staff", "superusers_see_all"]

@@ -1,10 +1,18 @@
-"""The health report behind ``manage.py durable_status`` (issue 5, docs/getting-started.md).
+"""The health report behind ``manage.py durable_status`` (issue 5, docs/operations.md
+"Health").
 
-Cross-scope facts come from payload-free tables the owner may read (the dispatch queues); facts
-about a scope's schedules and Work are read inside that scope's own runtime transaction, one scope
-at a time, reached through the routing ids of the dispatch queues. So the report needs no
-privilege that row-level security would have to make an exception for, and works the same when
-the owner is a superuser (development) or not (production).
+Cross-scope facts come from payload-free tables the owner may read (the dispatch queues, the
+runner heartbeats: :mod:`durable_schedule.operations.gauges`); facts about a scope's schedules
+and Work are read inside that scope's own runtime transaction, one scope at a time, reached
+through the routing registry (:mod:`durable_schedule.operations.scopes`: a scope whose Work all
+finished has no dispatch row, but its suspended Work still counts). So the report
+needs no privilege that row-level security would have to make an exception for, and works the
+same when the owner is a superuser (development) or not (production).
+
+Thresholds (settings, docs/operations.md): a queue whose oldest due row is later than
+``LATENESS_ALERT_SECONDS`` or that has more than ``BACKLOG_ALERT`` rows due is a problem, and so
+is due work older than ``RUNNER_DEAD_SECONDS`` while no runner of that kind is alive. A dead
+runner alone is a warning: its leases expire and the live runners take its rows over.
 """
 
 from __future__ import annotations
@@ -13,21 +21,20 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from durable_schedule import conf
+from durable_schedule.operations.gauges import QueueHealth, RunnerInfo, queue_health, runners
+from durable_schedule.operations.scopes import routing_ids
 from durable_schedule.store import inspection
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import connection, routed
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 
+__all__ = ["QueueHealth", "RunnerInfo", "StatusReport", "SuspendedSchedule", "collect",
+           "unreachable"]
+
 
 def _q(name: str) -> str:
     return query("operations_queries.sql", name)
-
-
-@dataclass
-class QueueHealth:
-    due: int = 0
-    oldest_lateness_seconds: float | None = None
-    expired_leases: int = 0
 
 
 @dataclass
@@ -37,11 +44,23 @@ class SuspendedSchedule:
     reason: str
     suspended_at: datetime | None
     revision: int
+    #: The definition row's primary key (admin links); not part of the schedule's identity.
+    definition_pk: int | None = None
+
+
+@dataclass
+class NamedBacklog:
+    """Due pending Work of one Work name across the scopes (the admin's per-queue table)."""
+
+    due: int = 0
+    oldest_lateness_seconds: float | None = None
 
 
 @dataclass
 class StatusReport:
     migrated: bool
+    reachable: bool = True
+    unreachable_reason: str | None = None
     schema_version: int | None = None
     compatibility_floor: int | None = None
     code_schema_version: int = SCHEMA_VERSION
@@ -53,15 +72,33 @@ class StatusReport:
     work: QueueHealth = field(default_factory=QueueHealth)
     suspended_schedules: list[SuspendedSchedule] = field(default_factory=list)
     work_by_state: dict[str, int] = field(default_factory=dict)
+    work_backlog_by_name: dict[str, NamedBacklog] = field(default_factory=dict)
+    finished_last_hour: dict[str, int] = field(default_factory=dict)
+    runners: list[RunnerInfo] = field(default_factory=list)
     partitions: list[str] = field(default_factory=list)
     missing_partitions: list[str] = field(default_factory=list)
+    thresholds: dict[str, float] = field(default_factory=lambda: {
+        "lateness_alert_seconds": conf.lateness_alert_seconds(),
+        "backlog_alert": conf.backlog_alert(),
+        "runner_dead_seconds": conf.runner_dead_seconds(),
+    })
+
+    @property
+    def store_broken(self) -> bool:
+        """Exit status 2: the store cannot be used at all (unreachable, not migrated, below
+        the floor, roles or grants wrong)."""
+        return (not self.reachable or not self.migrated or bool(self.role_problems)
+                or (self.schema_version or 0) < self.required_schema
+                or (self.compatibility_floor or 0) > self.code_schema_version)
 
     @property
     def problems(self) -> list[str]:
         """Everything an operator must act on; empty means healthy."""
-        out: list[str] = []
+        if not self.reachable:
+            return [f"DS426: the store cannot be reached: {self.unreachable_reason}"]
         if not self.migrated:
             return ["DS402: the store is not migrated (run manage.py migrate)"]
+        out: list[str] = []
         if (self.schema_version or 0) < self.required_schema:
             out.append(f"DS401: schema {self.schema_version} is below the required "
                        f"{self.required_schema}")
@@ -75,9 +112,32 @@ class StatusReport:
         if self.work_by_state.get("suspended"):
             out.append(f"{self.work_by_state['suspended']} Work suspended (needs proof)")
         for name, queue in (("schedule", self.schedules), ("work", self.work)):
-            if queue.expired_leases:
-                out.append(f"{queue.expired_leases} expired {name} leases (is a runner down?)")
+            out.extend(self._queue_problems(name, queue))
         return out
+
+    def _queue_problems(self, name: str, queue: QueueHealth) -> list[str]:
+        out = []
+        if queue.expired_leases:
+            out.append(f"{queue.expired_leases} expired {name} leases (is a runner down?)")
+        late = queue.oldest_lateness_seconds or 0.0
+        if queue.due and late > self.thresholds["lateness_alert_seconds"]:
+            out.append(f"{name} queue: oldest due row is {late:.0f}s late (threshold "
+                       f"{self.thresholds['lateness_alert_seconds']:.0f}s)")
+        if queue.due > self.thresholds["backlog_alert"]:
+            out.append(f"{name} queue: {queue.due} rows due (threshold "
+                       f"{self.thresholds['backlog_alert']:.0f})")
+        live = [r for r in self.runners if r.kind == name and r.state == "live"]
+        if queue.due and late > self.thresholds["runner_dead_seconds"] and not live:
+            out.append(f"no live {name} runner for due work: {queue.due} rows due, oldest "
+                       f"{late:.0f}s late")
+        return out
+
+    @property
+    def warnings(self) -> list[str]:
+        """Worth knowing, not worth a non-zero exit: runners that died without stopping."""
+        return [f"runner {r.kind} {r.lease_owner} (host {r.host}, pid {r.pid}) is dead: no "
+                f"heartbeat for {r.silent_seconds:.0f}s" for r in self.runners
+                if r.state == "dead"]
 
     @property
     def healthy(self) -> bool:
@@ -87,10 +147,23 @@ class StatusReport:
         data = asdict(self)
         data["healthy"] = self.healthy
         data["problems"] = self.problems
+        data["warnings"] = self.warnings
         for s in data["suspended_schedules"]:
-            at = s["suspended_at"]
-            s["suspended_at"] = at.isoformat() if at else None
+            s["suspended_at"] = _iso(s["suspended_at"])
+        for r in data["runners"]:
+            for key in ("started_at", "beat_at", "last_pass_at", "stopped_at"):
+                r[key] = _iso(r[key])
         return data
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def unreachable(exc: BaseException) -> StatusReport:
+    """The report for a store that could not be reached (exit 2, still valid JSON)."""
+    reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    return StatusReport(migrated=False, reachable=False, unreachable_reason=reason)
 
 
 def collect(*, using: str | None = None) -> StatusReport:
@@ -107,35 +180,40 @@ def collect(*, using: str | None = None) -> StatusReport:
         )
         if not schema.migrated:
             return report
-        cur.execute(_q("schedule_backlog"))
-        report.schedules = QueueHealth(*_backlog(cur.fetchone()))
-        cur.execute(_q("work_backlog"))
-        report.work = QueueHealth(*_backlog(cur.fetchone()))
+        queues = queue_health(cur)
+        report.schedules, report.work = queues["schedule"], queues["work"]
+        if (schema.schema_version or 0) >= REQUIRED_SCHEMA:
+            report.runners = runners(cur)
         cur.execute(_q("partitions"))
         report.partitions = [r[0] for r in cur.fetchall()]
         cur.execute(_q("expected_partitions"))
         report.missing_partitions = [r[0] for r in cur.fetchall()
                                      if r[0] not in report.partitions]
-        cur.execute(_q("routing_ids"))
-        routing_ids = [r[0] for r in cur.fetchall()]
-    if schema.role_problems:
-        return report  # scoped reads need the runtime role to be sound
-    for routing_id in routing_ids:
+        routing = routing_ids(cur)  # every scope, not only queued ones (operations/scopes.py)
+    if schema.role_problems or schema.below_floor:
+        return report  # scoped reads need the runtime role and this schema to be sound
+    for routing_id in routing:
         with routed(routing_id, using=using) as (cur, scope_id):
             if scope_id is None:
                 continue
             report.scopes += 1
-            cur.execute(_q("suspended_schedules"))
-            report.suspended_schedules.extend(
-                SuspendedSchedule(scope_id, *row) for row in cur.fetchall()
-            )
-            cur.execute(_q("work_states"))
-            for state, count in cur.fetchall():
-                report.work_by_state[state] = report.work_by_state.get(state, 0) + count
+            _read_scope(cur, scope_id, report)
     return report
 
 
-def _backlog(row) -> tuple[int, float | None, int]:
-    due, lateness, expired = row
-    late = float(lateness) if lateness is not None and float(lateness) > 0 else None
-    return int(due or 0), late, int(expired or 0)
+def _read_scope(cur, scope_id: str, report: StatusReport) -> None:
+    cur.execute(_q("suspended_schedules"))
+    report.suspended_schedules.extend(SuspendedSchedule(scope_id, *row) for row in cur.fetchall())
+    cur.execute(_q("work_states"))
+    for state, count in cur.fetchall():
+        report.work_by_state[state] = report.work_by_state.get(state, 0) + count
+    cur.execute(_q("work_finished_last_hour"))
+    for state, count in cur.fetchall():
+        report.finished_last_hour[state] = report.finished_last_hour.get(state, 0) + count
+    cur.execute(_q("work_backlog_by_name"))
+    for name, count, lateness in cur.fetchall():
+        entry = report.work_backlog_by_name.setdefault(name, NamedBacklog())
+        entry.due += count
+        late = float(lateness) if lateness is not None and float(lateness) > 0 else None
+        if late is not None and (entry.oldest_lateness_seconds or 0) < late:
+            entry.oldest_lateness_seconds = late

@@ -16,6 +16,7 @@ from datetime import timedelta
 from django.db import DataError
 
 from durable_schedule.errors import InvalidLease
+from durable_schedule.observability.metrics import timed_claim
 from durable_schedule.schedules.records import run
 from durable_schedule.store.transactions import dispatcher_transaction
 
@@ -46,6 +47,7 @@ def validate_lease(lease_owner: object, lease_duration: object) -> tuple[str, ti
     return lease_owner, lease_duration
 
 
+@timed_claim("schedule")  # claim latency metric (docs/operations.md "Metrics")
 def claim(lease_owner: str, lease_duration: timedelta, max_rows: int, *,
           using: str | None = None) -> list[Claim]:
     """Claim up to ``max_rows`` due dispatch rows under one lease each, and commit."""

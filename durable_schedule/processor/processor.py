@@ -28,6 +28,7 @@ from typing import Any
 
 from durable_schedule import conf
 from durable_schedule.errors import DurableError, InvalidArgument
+from durable_schedule.observability.metrics import instrumented_pass
 from durable_schedule.processor.dispatcher import MAX_ROWS, claim, validate_lease
 from durable_schedule.processor.step import (
     ScheduleOutcome,
@@ -112,6 +113,7 @@ def _cancelled(cancel: Any) -> Callable[[], bool]:
     raise InvalidArgument("cancel must be a threading.Event, a callable or None", field="cancel")
 
 
+@instrumented_pass("schedule")  # metrics + span (docs/operations.md "Metrics")
 def process_due(
     max_schedules: int = 1,
     lease_owner: str | None = None,

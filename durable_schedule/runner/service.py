@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from durable_schedule.observability import runner_hooks
 from durable_schedule.operations.partitions import ensure_partitions
 from durable_schedule.runner.loop import LoopStats, StopFlag, run_loop
 from durable_schedule.store.sqlfiles import query
@@ -41,6 +42,7 @@ def serve(
     stop: StopFlag | None = None,
     max_passes: int | None = None,
     install_signals: bool = True,
+    lease_owner: str | None = None,
 ) -> LoopStats:
     """Run ``run_once(stop)`` passes until SIGTERM/SIGINT (or ``stop``); returns the totals."""
     if queue not in CHANNELS:
@@ -49,16 +51,18 @@ def serve(
     if install_signals:
         stop.install_signal_handlers()
     log.info("%s runner started", queue, extra={"runner": queue})
-    stats = run_loop(
-        name=queue,
-        run_once=lambda: run_once(stop),
-        channel=CHANNELS[queue],
-        seconds_until_due=lambda: seconds_until_due(queue),
-        stop=stop,
-        maintenance=_maintain_partitions if queue == "schedule" else None,
-        max_passes=max_passes,
-    )
-    log.info("%s runner stopped after %d passes: %s", queue, stats.passes,
-             " ".join(f"{k}={v}" for k, v in sorted(stats.totals.items())),
-             extra={"runner": queue, "counts": stats.totals})
+    hooks = runner_hooks.start(queue, lease_owner=lease_owner)  # heartbeat, metrics port
+    try:
+        stats = run_loop(
+            name=queue,
+            run_once=lambda: hooks.after_pass(run_once(stop)),
+            channel=CHANNELS[queue],
+            seconds_until_due=lambda: seconds_until_due(queue),
+            stop=stop,
+            maintenance=_maintain_partitions if queue == "schedule" else None,
+            max_passes=max_passes,
+        )
+    finally:
+        hooks.stop()
+    runner_hooks.log_stop(queue, stats)  # the one stop summary (docs/operations.md "Logging")
     return stats

@@ -42,6 +42,11 @@ RUNTIME_GRANTS: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = 
         "outcome", "resolved_at", "resolved_by", "resolution_source")}),
     "durable_work_quarantine": (("SELECT", "INSERT"), {}),
     "durable_work_history": (("SELECT", "INSERT"), {}),
+    # Runner heartbeats: no table privilege at all, writes go through durable_runner_beat().
+    "durable_runner_heartbeat": ((), {}),
+    # The retention mark and the routing registry are the owner's operations' alone.
+    "durable_work_retention_mark": ((), {}),
+    "durable_schedule_routing": ((), {}),
 }
 
 #: Columns of the schedule dispatch table the dispatcher may read; nothing else anywhere.
@@ -50,7 +55,9 @@ DISPATCHER_COLUMNS = ("dispatch_id", "scope_routing_id", "schedule_id", "lease_o
 DISPATCHER_FUNCTIONS = ("claim_schedule_dispatch(text, interval, integer)",)
 RUNTIME_FUNCTIONS = ("claim_work_dispatch(text, interval, integer)", "durable_schedule_clock(text)",
                      "durable_schedule_enter_scope(text)",
-                     "durable_schedule_leave_scope(text, text, text)")
+                     "durable_schedule_leave_scope(text, text, text)",
+                     "durable_runner_beat(uuid, text, text, text, integer, text, double precision,"
+                     " bigint, jsonb, boolean)")
 
 
 def _q(name: str) -> str:
@@ -164,6 +171,8 @@ def grant_recipe() -> str:
     ]
     for table, (whole, by_column) in RUNTIME_GRANTS.items():
         parts = list(whole) + [f"{p} ({', '.join(c)})" for p, c in by_column.items()]
+        if not parts:
+            continue  # e.g. the heartbeat table: the runtime writes it through a function
         lines.append(f"GRANT {', '.join(parts)} ON {table} TO {RUNTIME_ROLE};")
     lines.append(
         f"GRANT SELECT ({', '.join(DISPATCHER_COLUMNS)}) ON durable_schedule_dispatch "

@@ -288,3 +288,26 @@ class WorkHistory(models.Model):
         default_permissions = ("view",)
         triggers = [APPEND_ONLY]
 
+
+
+class RunnerHeartbeat(models.Model):
+    """One runner process's heartbeat (docs/operations.md "Health"): not tenant data, no RLS;
+    written only through ``durable_runner_beat()``. Its admin page is the health dashboard."""
+
+    runner_id = models.UUIDField(primary_key=True)
+    kind = models.TextField()
+    lease_owner = models.TextField()
+    host = models.TextField()
+    pid = models.IntegerField()
+    version = models.TextField()
+    started_at = models.DateTimeField()
+    beat_at = models.DateTimeField()
+    last_pass_at = models.DateTimeField(null=True)
+    passes = models.BigIntegerField()
+    last_counts = models.JSONField()
+    stopped_at = models.DateTimeField(null=True)
+
+    class Meta(_Unmanaged):
+        db_table = "durable_runner_heartbeat"
+        verbose_name = "runner"
+        verbose_name_plural = "runners and health"

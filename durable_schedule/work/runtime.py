@@ -41,6 +41,8 @@ from durable_schedule.barriers import (
 )
 from durable_schedule.errors import InvalidArgument, InvalidLease, LeaseLost, SchemaBelowFloor
 from durable_schedule.evaluation.policy import MAX_INSTANT, bounded_add, lease_expiry
+from durable_schedule.observability.metrics import instrumented_pass, timed_claim
+from durable_schedule.observability.tracing import traced_attempt
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 from durable_schedule.work import codec
@@ -121,6 +123,7 @@ def _validate(max_items: object, batch: object, owner: object, lease_seconds: ob
         raise InvalidLease("lease seconds must be > 0 and <= 600", lease_seconds=lease_seconds)
 
 
+@instrumented_pass("work")  # metrics + span (docs/operations.md "Metrics")
 def process_work_pass(*, max_items: int = 100, lease_owner: str | None = None,
                       lease_seconds: float | None = None, batch: int = 10,
                       heartbeat: bool = True, stop=None,
@@ -151,6 +154,7 @@ def process_work_pass(*, max_items: int = 100, lease_owner: str | None = None,
     return WorkPassCounts(**{k: tally[k] for k in WorkPassCounts.__dataclass_fields__})
 
 
+@timed_claim("work")  # claim latency metric
 def _claim(opts: _Options, lease_seconds: float, n: int) -> list[_Claim]:
     with _runtime_block(opts.using) as cur:
         cur.execute(query(_QUERIES, "store_floor"))
@@ -251,6 +255,7 @@ def _renew(routing_id: int, work_ref: int, reconciling: bool, using: str,
         return row.now, expires
 
 
+@traced_attempt  # one span per attempt (docs/operations.md "Tracing")
 def _invoke(action: Invoke, opts: _Options) -> AttemptOutcome:
     ctx = _context(action, opts, reconciling=False)
     if ctx.past_cancel_point():

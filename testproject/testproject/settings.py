@@ -90,4 +90,6 @@ LOGGING = {
 DURABLE_SCHEDULE = {
     # Tests of the --loop runners raise this to prove a wake-up came from NOTIFY, not the timer.
     "MAX_IDLE_SECONDS": float(os.environ.get("DURABLE_MAX_IDLE_SECONDS", "5")),
+    # Tests of the runner heartbeat lower this to see the background thread beat.
+    "HEARTBEAT_SECONDS": float(os.environ.get("DURABLE_HEARTBEAT_SECONDS", "10")),
 }

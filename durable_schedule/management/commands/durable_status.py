@@ -1,9 +1,11 @@
 """``manage.py durable_status``: schema vs floor, roles and exact grants, runtime epoch, scopes,
-due backlog and oldest lateness, suspended schedules, Work by state, expired leases, partitions.
+due backlog and oldest lateness against the thresholds, live and dead runners, suspended
+schedules, Work by state and last hour's throughput, expired leases, partitions.
 
 Exit status 0 when healthy, 1 when something needs an operator, 2 when the store itself is not
-usable (not migrated, below the floor, roles or grants wrong). ``--json`` for machines,
-``--roles`` prints the grant recipe for a DBA.
+usable (unreachable, not migrated, below the floor, roles or grants wrong). ``--json`` for
+machines (a valid document in every case, an unreachable store included), ``--metrics`` for the
+Prometheus text exposition of the store gauges, ``--roles`` prints the grant recipe for a DBA.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from __future__ import annotations
 import json
 import sys
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
-from durable_schedule.operations.status import collect
+from durable_schedule.errors import DurableError
+from durable_schedule.operations.status import collect, unreachable
 from durable_schedule.store.inspection import grant_recipe
 
 
@@ -22,26 +26,48 @@ class Command(BaseCommand):
     requires_system_checks: list = []  # a broken store must still be reportable
 
     def add_arguments(self, parser):
-        parser.add_argument("--json", action="store_true", help="print one JSON document")
+        out = parser.add_mutually_exclusive_group()
+        out.add_argument("--json", action="store_true", help="print one JSON document")
+        out.add_argument("--metrics", action="store_true",
+                         help="print the Prometheus text exposition of the store gauges")
         parser.add_argument("--roles", action="store_true",
                             help="print the role and grant recipe for a DBA")
 
     def handle(self, *args, **options):
         if options["roles"]:
             self.stdout.write(grant_recipe())
-        report = collect()
+        if options["metrics"]:
+            self._metrics()
+            return
+        try:
+            report = collect()
+        except DatabaseError as exc:  # unreachable, or dropped while reading
+            report = unreachable(exc)
         if options["json"]:
             self.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True))
         else:
             self._print(report)
         if report.healthy:
             return
-        store_broken = (not report.migrated or report.role_problems
-                        or any(p.startswith("DS401") for p in report.problems))
-        sys.exit(2 if store_broken else 1)
+        sys.exit(2 if report.store_broken else 1)
+
+    def _metrics(self) -> None:
+        from durable_schedule.observability import metrics
+        from durable_schedule.operations.gauges import read_gauges
+
+        try:
+            body, _ = metrics.exposition(include_store=True)
+        except DurableError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(body.decode(), ending="")
+        if not read_gauges().up:
+            sys.exit(2)
 
     def _print(self, r) -> None:
         w = self.stdout.write
+        if not r.reachable:
+            w(self.style.ERROR(f"problem: {r.problems[0]}"))
+            return
         w(f"schema       {r.schema_version} (code {r.code_schema_version}, requires "
           f">= {r.required_schema}; store floor {r.compatibility_floor})")
         w(f"runtime epoch {r.runtime_epoch}")
@@ -53,9 +79,19 @@ class Command(BaseCommand):
               f"{q.expired_leases}")
         w("work states  " + (", ".join(f"{k} {v}" for k, v in sorted(r.work_by_state.items()))
                              or "-"))
+        w("last hour    " + (", ".join(f"{k} {v}"
+                                       for k, v in sorted(r.finished_last_hour.items())) or "-"))
+        for runner in r.runners:
+            w(f"runner       {runner.kind} {runner.state} {runner.lease_owner} (host "
+              f"{runner.host}, pid {runner.pid}, v{runner.version}, {runner.passes} passes, "
+              f"last beat {runner.silent_seconds:.0f}s ago)")
+        if not r.runners:
+            w("runner       none registered")
         w(f"partitions   {', '.join(r.partitions) or '-'}")
         for s in r.suspended_schedules:
             w(f"suspended    {s.scope_id}/{s.schedule_id}: {s.reason} (since {s.suspended_at})")
+        for warning in r.warnings:
+            w(self.style.WARNING(f"warning: {warning}"))
         if r.healthy:
             w(self.style.SUCCESS("healthy"))
         else:

@@ -19,6 +19,7 @@ from django.db import DatabaseError
 
 from durable_schedule import conf
 from durable_schedule.errors import DurableError
+from durable_schedule.observability.logs import print_stop_summary
 from durable_schedule.processor import PassCounts, process_due
 from durable_schedule.processor.processor import default_lease_owner
 from durable_schedule.runner.cli import add_runner_arguments, positive_int
@@ -51,7 +52,7 @@ class Command(BaseCommand):
                                claim_batch=options["claim_batch"], cancel=cancel)
 
         if options["loop"]:
-            self._loop(one_pass, verbosity)
+            self._loop(one_pass, verbosity, owner)
             return
         total = PassCounts()
         for number in range(1, options["passes"] + 1):
@@ -71,7 +72,7 @@ class Command(BaseCommand):
             self.stdout.write(f"total: {_line(total)}")
 
 
-    def _loop(self, one_pass, verbosity: int) -> None:
+    def _loop(self, one_pass, verbosity: int, owner: str) -> None:
         from durable_schedule.runner.service import serve
 
         def run_once(stop) -> dict[str, int]:
@@ -82,11 +83,10 @@ class Command(BaseCommand):
             return counts.as_dict()
 
         try:
-            stats = serve("schedule", run_once)
+            stats = serve("schedule", run_once, lease_owner=owner)
         except (DurableError, DatabaseError) as exc:
             raise CommandError(f"schedule runner stopped: {_chain(exc)}") from exc
-        if verbosity >= 1:
-            self.stdout.write(f"stopped after {stats.passes} passes: {stats.totals}")
+        print_stop_summary(self.stdout, "schedule", stats, verbosity)
 
 
 def _chain(exc: BaseException) -> str:

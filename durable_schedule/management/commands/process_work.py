@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from durable_schedule import work
 from durable_schedule.errors import DurableError
+from durable_schedule.observability.logs import print_stop_summary
 from durable_schedule.runner.cli import add_runner_arguments, positive_int
 from durable_schedule.runner.retry import run_with_retry
 
@@ -51,9 +52,9 @@ class Command(BaseCommand):
             if options["loop"]:
                 from durable_schedule.runner.service import serve
 
-                stats = serve("work", lambda stop: one_pass(stop).as_dict())
-                if options["verbosity"] >= 1:
-                    self.stdout.write(f"stopped after {stats.passes} passes: {stats.totals}")
+                stats = serve("work", lambda stop: one_pass(stop).as_dict(),
+                              lease_owner=options["lease_owner"])
+                print_stop_summary(self.stdout, "work", stats, options["verbosity"])
                 return
             # The same bounded transient retry as process_schedules (docs/protocol/runner.md): a cut
             # connection or a serialization failure rolls the phase back and tries again.

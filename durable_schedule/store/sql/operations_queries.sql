@@ -1,11 +1,9 @@
 -- Read-only and maintenance queries of durable_schedule/operations (durable_status,
 -- durable_partitions, durable_recover). Not a migration file.
 
--- name: routing_ids -- every scope that has a dispatch row (read by the owner: payload-free).
-select scope_routing_id from durable_schedule_dispatch
-union
-select scope_routing_id from durable_work_dispatch
-order by 1
+-- name: routing_ids -- every routing id ever issued to a scope (the payload-free registry the
+-- owner may read; operations/scopes.py resolves each through the runtime's routing lookup).
+select routing_id from durable_schedule_routing order by 1
 
 -- name: schedule_backlog -- due rows, the oldest lateness and expired leases of the schedule queue.
 select count(*) filter (where due_at <= durable_schedule_clock('clock') and lease_owner is null),
@@ -24,7 +22,7 @@ select count(*) filter (where due_at <= durable_schedule_clock('clock') and leas
   from durable_work_dispatch
 
 -- name: suspended_schedules -- suspended schedules of the current scope (RLS scoped).
-select schedule_id, suspension_reason, suspended_at, revision
+select schedule_id, suspension_reason, suspended_at, revision, id
   from durable_schedule_definition where state = 'suspended' order by schedule_id
 
 -- name: work_states -- Work counts by state in the current scope (RLS scoped).
@@ -56,3 +54,24 @@ select runtime_epoch from durable_schedule_store
 
 -- name: seconds_until_due -- for the idle sleep of a --loop runner.
 select durable_schedule_seconds_until_due(%s)
+
+-- name: runners -- runner heartbeats (owner-only table, no RLS): running ones, and those that
+-- stopped within the last hour; silent_seconds is the time since the last beat.
+select runner_id, kind, lease_owner, host, pid, version, started_at, beat_at, last_pass_at,
+       passes, last_counts, stopped_at,
+       extract(epoch from durable_schedule_clock('clock') - beat_at)
+  from durable_runner_heartbeat
+ where stopped_at is null or stopped_at > durable_schedule_clock('clock') - interval '1 hour'
+ order by kind, started_at, runner_id
+
+-- name: work_finished_last_hour -- Work of the current scope that finished in the last hour, by state (RLS scoped).
+select state, count(*) from durable_work
+ where finished_at >= durable_schedule_clock('clock') - interval '1 hour'
+ group by state
+
+-- name: work_backlog_by_name -- due pending Work of the current scope per Work name, with its oldest lateness (RLS scoped).
+select work_name, count(*),
+       extract(epoch from durable_schedule_clock('clock') - min(due_at))
+  from durable_work
+ where state = 'pending' and due_at <= durable_schedule_clock('clock')
+ group by work_name

@@ -1,0 +1,103 @@
+"""The health dashboard: the admin page of the runner heartbeats (docs/admin.md "Health").
+
+One page, read-only, for users with the view permission on runners: live, dead and recently
+stopped runners; backlog, lag and expired leases per queue; due Work per Work name; suspended
+schedules with the one action that fixes each; last hour's throughput. Facts come from
+``durable_schedule.operations.status.collect`` (each scope read in its own runtime transaction),
+then filtered to the scopes the user may see (``ADMIN_SCOPES``); runners and queue totals are
+not tenant data. Queues are rows of one table, so named Work queues only add rows.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib import admin
+from django.db import DatabaseError
+from django.template.response import TemplateResponse
+from django.urls import reverse
+
+from durable_schedule.admin import scoping
+from durable_schedule.operations.recovery import RELEASABLE_REASON
+from durable_schedule.operations.status import collect, unreachable
+from durable_schedule.store.models import RunnerHeartbeat, ScheduleDefinition
+
+#: What fixes each suspension reason that one admin action cannot (docs/schedules.md).
+NEEDS_UPDATE = "schedules.update() with a corrected definition (a new generation)"
+
+
+def _fix(request, s) -> dict:
+    """The one action for a suspended schedule: release after recovery for an epoch mismatch,
+    else its detail page (the fix is an update in code)."""
+    scope_q = urlencode({scoping.SCOPE_PARAM: s.scope_id})
+    detail = reverse("admin:durable_schedule_scheduledefinition_change",
+                     args=[s.definition_pk]) + f"?{scope_q}"
+    if s.reason == RELEASABLE_REASON and request.user.has_perm(
+            "durable_schedule.release_schedule"):
+        url = reverse("admin:durable_schedule_scheduledefinition_operate", args=["release"])
+        query = urlencode({"ids": s.definition_pk, scoping.SCOPE_PARAM: s.scope_id,
+                           "next": request.get_full_path()})
+        return {"label": "Release after recovery…", "url": f"{url}?{query}", "detail": detail}
+    return {"label": f"needs {NEEDS_UPDATE}", "url": None, "detail": detail}
+
+
+@admin.register(RunnerHeartbeat)
+class HealthDashboardAdmin(admin.ModelAdmin):
+    """The runners' admin page is the dashboard (no change list, no detail pages)."""
+
+    def get_urls(self):
+        """Only the dashboard: heartbeat rows have no add, change, delete or history pages."""
+        from django.urls import path
+
+        name = f"{self.opts.app_label}_{self.opts.model_name}_changelist"
+        return [path("", self.admin_site.admin_view(self.changelist_view), name=name)]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def changelist_view(self, request, extra_context=None):
+        if not self.has_view_permission(request):
+            from django.core.exceptions import PermissionDenied
+
+            raise PermissionDenied
+        try:
+            report = collect()
+        except DatabaseError as exc:
+            report = unreachable(exc)
+        seen = scoping.visibility(request)
+        hidden = 0
+        if not seen.everything:
+            # Per-scope facts of other scopes must not leak through the problem list either:
+            # keep the visible scopes' suspensions, drop the cross-scope Work aggregates.
+            visible = [s for s in report.suspended_schedules if seen.admits(s.scope_id)]
+            hidden = len(report.suspended_schedules) - len(visible)
+            report.suspended_schedules = visible
+            report.work_by_state, report.finished_last_hour = {}, {}
+            report.work_backlog_by_name = {}
+        suspended = [{"s": s, "fix": _fix(request, s)} for s in report.suspended_schedules]
+        queues = [
+            {"queue": "schedules", "kind": "schedule", "health": report.schedules},
+            {"queue": "default", "kind": "work", "health": report.work},
+        ]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Runners and health",
+            "opts": self.opts,
+            "report": report,
+            "queues": queues,
+            "suspended": suspended,
+            "hidden_suspended": hidden,
+            "by_name": sorted(report.work_backlog_by_name.items()) if seen.everything else [],
+            "throughput": sorted(report.finished_last_hour.items()) if seen.everything else [],
+            "everything": seen.everything,
+            "schedule_opts": ScheduleDefinition._meta,
+            **(extra_context or {}),
+        }
+        return TemplateResponse(request, "admin/durable_schedule/runnerheartbeat/dashboard.html",
+                                context)

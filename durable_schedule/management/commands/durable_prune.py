@@ -1,0 +1,41 @@
+"""``manage.py durable_prune --older-than 30d [--dry-run] [--batch N]``: retention.
+
+Removes the permits, quarantine rows and history of terminal Work finished before the cutoff,
+occurrences nothing can need again and old runner heartbeats, in batches of ``--batch`` rows,
+each batch its own transaction. Keeps every ``durable_work`` row: compare-or-return answers a
+retried enqueue from it (docs/operations.md "Retention"). ``--dry-run`` counts and changes
+nothing. Safe to run while runners run, and to interrupt: a rerun continues.
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from durable_schedule.errors import DurableError
+from durable_schedule.operations.retention import MAX_BATCH, parse_age, prune
+
+
+class Command(BaseCommand):
+    help = "Prune what retention allows (docs/operations.md \"Retention\")."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--older-than", required=True,
+                            help="age, e.g. 30d, 12h, 90m, 2w (at least 1h)")
+        parser.add_argument("--dry-run", action="store_true", help="count, change nothing")
+        parser.add_argument("--batch", type=int, default=500,
+                            help=f"rows per transaction, 1-{MAX_BATCH} (default 500)")
+
+    def handle(self, *args, **options):
+        try:
+            age = parse_age(options["older_than"])
+            counts = prune(age, dry_run=options["dry_run"], batch=options["batch"])
+        except DurableError as exc:
+            raise CommandError(str(exc)) from exc
+        verb = "would remove" if counts.dry_run else "removed"
+        self.stdout.write(
+            f"{verb} (older than {age}, {counts.scopes} scopes): "
+            f"history of {counts.work} terminal Work ({counts.work_history} history rows, "
+            f"{counts.permits} permits, {counts.quarantine} quarantine rows), "
+            f"{counts.occurrences} occurrences, {counts.heartbeats} runner heartbeats"
+            + ("" if counts.dry_run else f" in {counts.batches} batches")
+            + "; Work rows are kept (identity for compare-or-return)")

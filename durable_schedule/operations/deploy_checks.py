@@ -1,0 +1,86 @@
+"""Deployment checks for ``manage.py check --deploy`` (docs/operations.md "Deployment checks").
+
+Ids are stable: ``durable_schedule.W010``-``W013``. Warnings, not errors: each names a setup
+that works but is unsafe or slow in production, and the project decides.
+
+* W010: the Django database user is a superuser or has BYPASSRLS. Protocol statements switch to
+  the NOLOGIN roles and stay bound by row-level security, but everything the owner runs itself
+  (the admin's reads, your own ORM queries on our tables, operator maintenance) is not: forced
+  RLS only binds an owner that is neither.
+* W011: the connection looks like a transaction-mode pooler (``DISABLE_SERVER_SIDE_CURSORS``,
+  which Django requires there, or PgBouncer's port 6432) while ``PREPARE_STATEMENTS`` is on:
+  only PgBouncer >= 1.21 with ``max_prepared_statements`` keeps prepared statements.
+* W012: next month's history partition is missing (run ``manage.py durable_partitions``;
+  ``--loop`` schedule runners create it daily).
+* W013: the store cannot be read, so the checks above could not run.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core import checks
+from django.db import DatabaseError
+
+from durable_schedule import conf
+from durable_schedule.store.sqlfiles import query
+from durable_schedule.store.transactions import connection
+
+PGBOUNCER_PORT = "6432"
+
+
+@checks.register(deploy=True)
+def check_deployment(app_configs=None, **kwargs):
+    out: list[checks.CheckMessage] = []
+    out.extend(_pooler_settings())
+    try:
+        with connection().cursor() as cur:
+            out.extend(_owner_flags(cur))
+            out.extend(_next_month_partition(cur))
+    except DatabaseError as exc:
+        out.append(checks.Warning(f"cannot read the durable_schedule store: {exc}",
+                                  id="durable_schedule.W013"))
+    return out
+
+
+def _owner_flags(cur) -> list[checks.CheckMessage]:
+    cur.execute("select current_user, rolsuper, rolbypassrls from pg_roles "
+                "where rolname = current_user")
+    user, superuser, bypass = cur.fetchone()
+    if not (superuser or bypass):
+        return []
+    what = "a superuser" if superuser else "BYPASSRLS"
+    return [checks.Warning(
+        f"the durable_schedule database user {user} is {what}: row-level security does not "
+        "bind what it runs itself (admin reads, ORM queries on the store, maintenance)",
+        hint="Run the application as a plain role that owns the store (NOSUPERUSER "
+             "NOBYPASSRLS); docs/security.md \"Roles\".",
+        id="durable_schedule.W010")]
+
+
+def _pooler_settings() -> list[checks.CheckMessage]:
+    db = settings.DATABASES.get(conf.database_alias(), {})
+    pooled = bool(db.get("DISABLE_SERVER_SIDE_CURSORS")) or str(db.get("PORT")) == PGBOUNCER_PORT
+    if not pooled or not conf.prepare_statements():
+        return []
+    return [checks.Warning(
+        "the database connection looks like a transaction-mode pooler "
+        "(DISABLE_SERVER_SIDE_CURSORS or port 6432) and DURABLE_SCHEDULE['PREPARE_STATEMENTS'] "
+        "is on",
+        hint="Keep it on only with PgBouncer >= 1.21 and max_prepared_statements set; otherwise "
+             "set DURABLE_SCHEDULE = {'PREPARE_STATEMENTS': False} (docs/operations.md "
+             "\"Prepared statements and connection poolers\").",
+        id="durable_schedule.W011")]
+
+
+def _next_month_partition(cur) -> list[checks.CheckMessage]:
+    cur.execute(query("inspection_queries.sql", "store_exists"))
+    if not cur.fetchone()[0]:
+        return []  # E001 reports it
+    cur.execute(query("operations_queries.sql", "partitions"))
+    present = {r[0] for r in cur.fetchall()}
+    cur.execute(query("operations_queries.sql", "expected_partitions"))
+    missing = [r[0] for r in cur.fetchall() if r[0] not in present]
+    return [checks.Warning(
+        f"history partition {name} is missing",
+        hint="Run `manage.py durable_partitions` (a --loop schedule runner does it daily).",
+        id="durable_schedule.W012") for name in missing]
