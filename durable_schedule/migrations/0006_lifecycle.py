@@ -3,21 +3,17 @@ from django.db import migrations, models
 from durable_schedule.store.sqlfiles import read
 
 
-def _irreversible(apps, schema_editor):
-    raise RuntimeError("durable_schedule 0005_lifecycle cannot be reversed: it widens states and "
-                       "kinds that stored rows may already use; restore a backup instead")
-
-
 class Migration(migrations.Migration):
-    dependencies = [("durable_schedule", "0004_runner")]
+    dependencies = [("durable_schedule", "0005_operations_health")]
 
     # The generation table is a managed model (its append-only trigger is pgtrigger's), so its
     # new columns are declared to Django's state here and written by the SQL file.
+    # Forward-only (docs/operations.md): no reverse SQL, so Django refuses to unapply it with
+    # IrreversibleError -- stored rows may already use the widened states and kinds.
     operations = [
         migrations.SeparateDatabaseAndState(
             database_operations=[
-                migrations.RunSQL(read("0006_lifecycle.sql"), reverse_sql=migrations.RunSQL.noop),
-                migrations.RunPython(migrations.RunPython.noop, _irreversible),
+                migrations.RunSQL(read("0007_lifecycle.sql")),
             ],
             state_operations=[
                 migrations.AddField("schedulegeneration", "start_at",
