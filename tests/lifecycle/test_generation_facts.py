@@ -166,3 +166,24 @@ def test_jitter__identical_across_two_runners(clock, target):
     there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True, env={"PYTHONHASHSEED": "12345", "PATH": ""}).stdout
     assert int(there) == here
+
+
+def test_durable_status__reports_paused_schedules_and_missed_instants(clock, target):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from durable_schedule.operations.status import collect
+
+    create("s", schedules.Every(TEN), target, misfire="skip")
+    create("p", schedules.Every(TEN), target)
+    schedules.pause(SCOPE, "p", "x")
+    run_pass(clock, T0 + 45 * MINUTE)
+    report = collect()
+    assert (report.paused_schedules, report.missed_instants) == (1, {"misfire": 4})
+    assert report.to_json()["missed_instants"] == {"misfire": 4}
+    out = StringIO()
+    with pytest.raises(SystemExit):  # exit 1: due schedule rows and no live runner here
+        call_command("durable_status", stdout=out)
+    assert "paused       1 schedule\n" in out.getvalue()
+    assert "missed       misfire 4" in out.getvalue()

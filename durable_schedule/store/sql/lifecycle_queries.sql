@@ -56,3 +56,11 @@ SELECT max(first_nominal_utc)
   FROM durable_schedule_occurrence
  WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
    AND generation = %(generation)s AND kind = 'manual'
+
+-- name: status lifecycle -- durable_status: paused schedules and missed instants per cause in
+-- the current scope (RLS scoped).
+SELECT (SELECT count(*) FROM durable_schedule_definition WHERE state = 'paused'),
+       (SELECT COALESCE(jsonb_object_agg(cause, total), '{}'::jsonb)::text
+          FROM (SELECT m.key AS cause, sum(m.value::bigint) AS total
+                  FROM durable_schedule_definition d, jsonb_each_text(d.missed) m
+                 GROUP BY m.key) t)
