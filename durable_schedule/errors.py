@@ -198,6 +198,14 @@ class ScheduleNotTriggerable(ScheduleError):
     )
 
 
+class BackfillRefused(ScheduleError):
+    code = "DS153"
+    next_action = (
+        "A backfill covers an active or paused schedule, at most 1000 instants, and under "
+        "queue_one one new instant per request (docs/schedules.md \"Backfill\")."
+    )
+
+
 class InvalidCatchUp(ScheduleError):
     code = "DS152"
     next_action = (

@@ -18,6 +18,7 @@ from durable_schedule.schedules.api import (
     update,
 )
 from durable_schedule.schedules.api import list_schedules as list
+from durable_schedule.schedules.backfill import Backfilled, backfill
 from durable_schedule.schedules.declared import SyncReport, declare, sync
 from durable_schedule.schedules.info import ScheduleInfo
 from durable_schedule.schedules.lifecycle import Triggered, pause, resume, trigger
@@ -25,8 +26,10 @@ from durable_schedule.schedules.lifecycle import Triggered, pause, resume, trigg
 __all__ = [
     "After",
     "At",
+    "Backfilled",
     "Every",
     "ScheduleInfo",
+    "backfill",
     "SyncReport",
     "Triggered",
     "create",

@@ -64,3 +64,12 @@ SELECT (SELECT count(*) FROM durable_schedule_definition WHERE state = 'paused')
           FROM (SELECT m.key AS cause, sum(m.value::bigint) AS total
                   FROM durable_schedule_definition d, jsonb_each_text(d.missed) m
                  GROUP BY m.key) t)
+
+-- name: backfilled -- the recovery instants of a generation that a backfill of [start, end]
+-- would create, already there (one occurrence per instant: first = last).
+SELECT first_nominal_utc
+  FROM durable_schedule_occurrence
+ WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
+   AND generation = %(generation)s AND kind = 'recovery'
+   AND first_nominal_utc = last_nominal_utc
+   AND first_nominal_utc BETWEEN %(start)s AND %(end)s
