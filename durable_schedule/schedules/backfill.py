@@ -23,6 +23,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from durable_schedule.barriers import (
+    SCHEDULE_BRIDGE_BEFORE_COMMIT,
+    SCHEDULE_LINK_AFTER_COMMIT,
+    barrier,
+)
 from durable_schedule.default_scope import scope_optional
 from durable_schedule.errors import BackfillRefused, InvalidArgument, TriggerSlotBusy
 from durable_schedule.evaluation.timeline import as_utc, instants_in, next_instant_after
@@ -119,7 +124,12 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
                  request_id=request_id, start=records.iso(start), end=records.iso(end),
                  ran=[records.iso(t) for t, _ in ran], skipped=[records.iso(t) for t in skipped],
                  existing=len(instants) - len(new), cursor_utc=records.iso(d.cursor_utc))
-        return Backfilled(request_id, ran, skipped, sorted(existing))
+        result = Backfilled(request_id, ran, skipped, sorted(existing))
+        if ran:
+            barrier(SCHEDULE_BRIDGE_BEFORE_COMMIT)
+    if ran:
+        barrier(SCHEDULE_LINK_AFTER_COMMIT)
+    return result
 
 
 def _instants(spec, accepted_at: datetime, start: datetime, end: datetime) -> list[datetime]:

@@ -19,6 +19,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from durable_schedule.barriers import (
+    SCHEDULE_BRIDGE_BEFORE_COMMIT,
+    SCHEDULE_LINK_AFTER_COMMIT,
+    barrier,
+)
 from durable_schedule.default_scope import scope_optional
 from durable_schedule.errors import (
     InvalidArgument,
@@ -195,5 +200,8 @@ def trigger(scope: str, schedule_id: str, request_id: str, actor: str = "") -> T
         _history(cur, scope, schedule_id, d.generation, "triggered", actor, now,
                  request_id=request_id, occurrence={"kind": "manual", "first": records.iso(first)},
                  link=bridged.link.as_dict(), cursor_utc=records.iso(d.cursor_utc))
-        return Triggered(_reread(cur, scope, schedule_id), request_id, first,
-                         bridged.link.work_id, True)
+        result = Triggered(_reread(cur, scope, schedule_id), request_id, first,
+                           bridged.link.work_id, True)
+        barrier(SCHEDULE_BRIDGE_BEFORE_COMMIT)
+    barrier(SCHEDULE_LINK_AFTER_COMMIT)
+    return result
