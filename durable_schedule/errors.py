@@ -310,6 +310,31 @@ class WorkStateConflict(WorkError):
     )
 
 
+# DS241-DS245: the django.tasks backend (docs/tasks.md).
+class InvalidTaskArguments(WorkError, TypeError):
+    code = "DS241"
+    next_action = (
+        "Task arguments and return values are JSON: pass ids and plain values, not model "
+        "instances or datetimes (send isoformat() strings); the path names the argument."
+    )
+
+
+class TaskOptionsConflict(WorkError):
+    code = "DS242"
+    next_action = (
+        "One task module path is one Work definition per version: give changed options "
+        "(safety, policy) a new version option, and define the task once per process."
+    )
+
+
+class InvalidTaskOptions(WorkError):
+    code = "DS243"
+    next_action = (
+        "Fix the durable task option or the backend's OPTIONS named in the message "
+        "(docs/tasks.md \"Options\")."
+    )
+
+
 # ---------------------------------------------------------------- DS3xx security
 class SecurityError(DurableError):
     code = "DS300"

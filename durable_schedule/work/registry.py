@@ -137,8 +137,34 @@ def define(name: str, version: str, *, safety: ProviderSafety | str,
     return definition
 
 
+#: Fallbacks for names this process has not registered yet: ``fn(name, version)`` returns a
+#: definition it registered, or None. The tasks backend adds one that imports a task by its
+#: module path (durable_schedule/tasks/definitions.py), so a worker need not import every task
+#: module up front.
+_RESOLVERS: list[Callable[[str, str], WorkDefinition | None]] = []
+
+
+def add_resolver(fn: Callable[[str, str], WorkDefinition | None]) -> None:
+    """Consult ``fn`` for (name, version) pairs that are not registered (once per fn)."""
+    with _LOCK:
+        if fn not in _RESOLVERS:
+            _RESOLVERS.append(fn)
+
+
 def lookup(name: str, version: str) -> WorkDefinition | None:
-    """The definition registered in this process, or None."""
+    """The definition registered in this process (or by a resolver), or None."""
+    found = _REGISTRY.get((name, version))
+    if found is not None:
+        return found
+    for resolve in tuple(_RESOLVERS):
+        found = resolve(name, version)
+        if found is not None:
+            return found
+    return None
+
+
+def registered_definition(name: str, version: str) -> WorkDefinition | None:
+    """The definition registered in this process, without consulting resolvers."""
     return _REGISTRY.get((name, version))
 
 

@@ -87,6 +87,20 @@ LOGGING = {
     "loggers": {"durable_schedule": {"handlers": ["console"], "level": "INFO"}},
 }
 
+# Django's Tasks framework on the durable backend (docs/tasks.md). On Django 5.2 the framework is
+# the django-tasks backport (the "tasks" extra); Django 6 ships it.
+TASKS = {
+    "default": {
+        "BACKEND": "durable_schedule.tasks.DurableBackend",
+        "QUEUES": ["default", "emails"],
+        "OPTIONS": {"SCOPE": "demo"},
+    }
+}
+try:
+    import django.tasks  # noqa: F401
+except ImportError:
+    INSTALLED_APPS.append("django_tasks")
+
 DURABLE_SCHEDULE = {
     # Tests of the --loop runners raise this to prove a wake-up came from NOTIFY, not the timer.
     "MAX_IDLE_SECONDS": float(os.environ.get("DURABLE_MAX_IDLE_SECONDS", "5")),

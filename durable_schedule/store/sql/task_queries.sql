@@ -1,0 +1,10 @@
+-- Queries of the django.tasks backend (durable_schedule/tasks/results.py). Loaded at run time,
+-- never by a migration.
+
+-- name: attempts -- the history rows a TaskResult is built from: admissions (who ran which attempt, when) and outcomes.
+SELECT event, attempt, actor, detail, recorded_at
+  FROM durable_work_history
+ WHERE scope_id = %(scope_id)s AND work_id = %(work_id)s
+   AND event IN ('admitted', 'retry_scheduled', 'succeeded', 'failed', 'expired', 'canceled',
+                 'suspended')
+ ORDER BY id

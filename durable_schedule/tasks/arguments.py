@@ -1,0 +1,53 @@
+"""Task arguments are JSON (docs/tasks.md "Arguments"): refused at enqueue, naming the argument.
+
+Django's own backends call ``normalize_json`` and fail with a bare ``TypeError`` somewhere inside
+the value; an operator reading "Object of type datetime is not JSON serializable" does not learn
+which of forty arguments it was. This walk names the path (``kwargs['when']``, ``args[2][0]``).
+Tuples become lists, as ``normalize_json`` makes them; a float that is not finite is refused
+because JSON has no NaN or Infinity.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from durable_schedule.errors import InvalidTaskArguments
+
+
+def to_json(args: Any, kwargs: Any) -> dict[str, Any]:
+    """``{"args": [...], "kwargs": {...}}`` as plain JSON values, or DS241 naming the path."""
+    return {"args": _value(list(args), "args"), "kwargs": _value(dict(kwargs), "kwargs")}
+
+
+def _value(value: Any, path: str) -> Any:
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidTaskArguments("a task argument is not a finite number", path=path,
+                                       got=repr(value))
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_value(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidTaskArguments("a task argument's dict keys must be strings",
+                                           path=f"{path}[{key!r}]", got=type(key).__name__)
+            out[key] = _value(item, f"{path}[{key!r}]")
+        return out
+    raise InvalidTaskArguments("a task argument is not a JSON value", path=path,
+                               got=type(value).__name__)
+
+
+def return_value(value: Any) -> Any:
+    """The task's return value as JSON, or TypeError (the attempt fails, as Django's do)."""
+    try:
+        return _value(value, "return value")
+    except InvalidTaskArguments as exc:
+        raise TypeError(f"the task returned a value that is not JSON ({exc.message}: "
+                        f"{exc.context.get('path')} is {exc.context.get('got')})") from None

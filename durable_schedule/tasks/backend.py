@@ -1,0 +1,160 @@
+"""``DurableBackend``: Django's Tasks framework on the durable Work runtime (docs/tasks.md).
+
+    TASKS = {"default": {"BACKEND": "durable_schedule.tasks.DurableBackend",
+                         "OPTIONS": {"SCOPE": "main"}}}
+
+``enqueue`` accepts Work in the caller's transaction when the store's database alias is the one
+the caller's ``transaction.atomic()`` is on (Django has no ENQUEUE_ON_COMMIT; none is needed):
+task and data commit together or not at all. ``task_enqueued`` is sent on that commit.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+
+from durable_schedule import conf
+from durable_schedule.errors import InvalidTaskOptions
+from durable_schedule.evaluation.policy import ExecutionPolicy
+from durable_schedule.store.transactions import validate_scope_id
+from durable_schedule.tasks import arguments, results, scoping
+from durable_schedule.tasks.compat import (
+    BaseTaskBackend,
+    InvalidTask,
+    Task,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    signals,
+)
+from durable_schedule.tasks.definitions import definition_for, has_reconciler, task_for_name
+from durable_schedule.tasks.options import DurableTask, ResolvedOptions, resolve
+from durable_schedule.work.enqueue import enqueue as accept
+from durable_schedule.work.safety import ProviderSafety
+
+OPTION_KEYS = frozenset({"SCOPE", "VERSION", "SAFETY", "POLICY", "DEADLINE_AFTER", "DATABASE",
+                         "TASK_OPTIONS"})
+DEFAULT_SCOPE = "default"
+
+
+class DurableBackend(BaseTaskBackend):
+    """Durable tasks: leases, retries, plans, deadlines, reconciliation, tenant scopes."""
+
+    task_class = DurableTask
+
+    supports_defer = True  # run_after becomes the Work's due time
+    supports_async_task = True  # async def tasks run on an event loop in the worker
+    supports_get_result = True  # results are the Work rows, readable from any process
+    supports_priority = True  # the Work claim orders by priority, then due time
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        unknown = set(self.options) - OPTION_KEYS
+        if unknown:
+            raise InvalidTaskOptions("unknown OPTIONS for the durable tasks backend",
+                                     backend=alias, unknown=sorted(unknown),
+                                     known=sorted(OPTION_KEYS))
+        self.database: str = self.options.get("DATABASE") or conf.database_alias()
+        self.default_scope = validate_scope_id(
+            self.options.get("SCOPE") or conf.default_scope() or DEFAULT_SCOPE)
+        per_task = self.options.get("TASK_OPTIONS", {})
+        if not isinstance(per_task, dict):
+            raise InvalidTaskOptions("OPTIONS['TASK_OPTIONS'] must map module paths to dicts",
+                                     backend=alias)
+        self._declared_scopes: set[str] = {
+            validate_scope_id(values["scope"]) for values in per_task.values()
+            if isinstance(values, dict) and values.get("scope") is not None}
+
+    # ------------------------------------------------------------------ validation
+    def validate_task(self, task: Task) -> None:
+        super().validate_task(task)
+        resolved = self.resolved_options(task)
+        if resolved.scope is not None:
+            self._declared_scopes.add(resolved.scope)
+
+    def resolved_options(self, task: Task) -> ResolvedOptions:
+        """The task's options after the precedence rule, or InvalidTask naming the bad one."""
+        try:
+            resolved = resolve(task, self.options)
+        except ValueError as exc:
+            raise InvalidTask(f"durable task {task.module_path}: {exc}") from None
+        if resolved.policy is not None and not isinstance(resolved.policy, ExecutionPolicy):
+            raise InvalidTask(f"durable task {task.module_path}: policy must be an "
+                              f"ExecutionPolicy, not {type(resolved.policy).__name__}")
+        if resolved.deadline_after is not None and (
+                not isinstance(resolved.deadline_after, timedelta)
+                or resolved.deadline_after <= timedelta(0)):
+            raise InvalidTask(f"durable task {task.module_path}: deadline_after must be a "
+                              "positive timedelta")
+        if resolved.scope is not None:
+            validate_scope_id(resolved.scope)
+        if not isinstance(resolved.version, str) or not resolved.version:
+            raise InvalidTask(f"durable task {task.module_path}: version must be a string")
+        return resolved
+
+    def runnable_options(self, task: Task) -> ResolvedOptions:
+        """The options of a task about to be accepted: a ``reconcile_before_retry`` task must
+        have its reconciler (registered after ``@task``, so checked here, not at decoration)."""
+        self.validate_task(task)
+        resolved = self.resolved_options(task)
+        if (resolved.safety is ProviderSafety.RECONCILE_BEFORE_RETRY
+                and not has_reconciler(task)):
+            raise InvalidTask(f"durable task {task.module_path} is reconcile_before_retry: "
+                              "register its reconciler with @durable_schedule.tasks."
+                              "reconciler(task) before enqueuing it")
+        return resolved
+
+    # ------------------------------------------------------------------ enqueue
+    def enqueue(self, task: Task, args, kwargs) -> TaskResult:
+        resolved = self.runnable_options(task)
+        payload = arguments.to_json(args, kwargs)
+        definition = definition_for(task, resolved)
+        scope = resolved.scope or scoping.ambient() or self.default_scope
+        work_id = uuid.uuid4()
+        deadline = None
+        if resolved.deadline_after is not None:
+            deadline = _database_now(self.database) + resolved.deadline_after
+        accepted = accept(scope, definition.request(
+            command=task.module_path[:200], idempotency_key=str(work_id), payload=payload,
+            deadline=deadline, due_at=task.run_after, work_id=work_id), using=self.database)
+        result = TaskResult(
+            task=task, id=str(accepted.work_id), status=TaskResultStatus.READY,
+            enqueued_at=accepted.accepted_at, started_at=None, finished_at=None,
+            last_attempted_at=None, args=payload["args"], kwargs=payload["kwargs"],
+            backend=self.alias, errors=[], worker_ids=[])
+        transaction.on_commit(
+            lambda: signals.task_enqueued.send(sender=type(self), task_result=result),
+            using=self.database)
+        return result
+
+    # ------------------------------------------------------------------ results
+    def get_result(self, result_id: str) -> TaskResult:
+        try:
+            work_id = uuid.UUID(str(result_id))
+        except ValueError:
+            raise TaskResultDoesNotExist(result_id) from None
+        for scope in self._read_scopes():
+            found = results.read(scope, work_id, using=self.database)
+            if found is None:
+                continue
+            info, history = found
+            task = task_for_name(info.work_name)
+            if task is None:
+                break  # plain Work, or a task whose code is gone: not a result of this backend
+            return results.build(task, self.alias, info, history)
+        raise TaskResultDoesNotExist(result_id)
+
+    def _read_scopes(self) -> list[str]:
+        first = scoping.ambient() or self.default_scope
+        return [first, *sorted(self._declared_scopes - {first})]
+
+
+def _database_now(alias: str):
+    from durable_schedule.store.transactions import connection
+
+    with connection(alias).cursor() as cur:
+        cur.execute("SELECT durable_schedule_clock('clock')")
+        return cur.fetchone()[0]

@@ -1,0 +1,199 @@
+"""Each task is one Work definition; the worker runs it through the Work runtime.
+
+The definition's name is the task's module path (``app.tasks.send_invoice``) and its version an
+option, so everything the runtime promises for Work -- leases, retries, attempt plans,
+deadlines, reconcile-before-retry, recovery after a crash -- holds for tasks unchanged.
+
+A worker meets task Work by name. Definitions are registered when a task is first enqueued in a
+process, and a worker that has not imported the task's module resolves it on demand through
+:func:`resolve_definition`, which the Work registry consults for names it does not know. It
+imports only module paths inside an installed app (a Work name is data written by the
+application; importing an arbitrary dotted path from a database row would let a tampered row
+load any module) and only accepts a module-level object that is a task of a durable backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from inspect import iscoroutinefunction
+from typing import Any
+
+from django.apps import apps
+from django.utils.module_loading import import_string
+
+from durable_schedule.errors import DuplicateWorkDefinition, TaskOptionsConflict
+from durable_schedule.tasks import arguments
+from durable_schedule.tasks.compat import Task, signals
+from durable_schedule.tasks.options import ResolvedOptions
+from durable_schedule.work import registry
+
+_LOCK = threading.RLock()
+
+
+def definition_for(task: Task, resolved: ResolvedOptions) -> registry.WorkDefinition:
+    """The Work definition of ``task`` at its version, registered once per process."""
+    name = task.module_path
+    with _LOCK:
+        existing = registry.registered_definition(name, resolved.version)
+        if existing is not None:
+            _same_options(existing, resolved, name)
+            _attach_reconciler(task, existing)
+            return existing
+        try:
+            definition = registry.define(name, resolved.version, safety=resolved.safety,
+                                         policy=resolved.policy)
+        except DuplicateWorkDefinition:
+            # A plain work.define() of the same name and version: one name, two meanings.
+            raise TaskOptionsConflict("a Work definition with this task's module path and "
+                                      "version exists already", task=name,
+                                      version=resolved.version) from None
+        definition.executor(_Executor(name))
+        _attach_reconciler(task, definition)
+        return definition
+
+
+def _same_options(definition: registry.WorkDefinition, resolved: ResolvedOptions,
+                  name: str) -> None:
+    if definition.safety != resolved.safety or definition.policy != resolved.policy:
+        raise TaskOptionsConflict(
+            "this task is already defined in this process with other options",
+            task=name, version=resolved.version,
+            defined_safety=definition.safety.value, requested_safety=resolved.safety.value)
+
+
+# ---------------------------------------------------------------------- reconcilers
+_RECONCILERS: dict[str, Callable[..., Any]] = {}
+
+
+def reconciler(task: Task):
+    """Register ``fn(context, *args, **kwargs) -> Applied | NotApplied | Unknown`` as the
+    reconciler of a ``reconcile_before_retry`` task (docs/tasks.md "Provider safety")."""
+    if not isinstance(task, Task):
+        raise TaskOptionsConflict("reconciler() takes the task object", got=type(task).__name__)
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        with _LOCK:
+            if _RECONCILERS.get(task.module_path, fn) is not fn:
+                raise TaskOptionsConflict("this task has a reconciler already",
+                                          task=task.module_path)
+            _RECONCILERS[task.module_path] = fn
+        return fn
+
+    return register
+
+
+def has_reconciler(task: Task) -> bool:
+    return task.module_path in _RECONCILERS
+
+
+def _attach_reconciler(task: Task, definition: registry.WorkDefinition) -> None:
+    fn = _RECONCILERS.get(task.module_path)
+    if fn is None or definition.reconciler_fn is not None:
+        return
+
+    def reconcile(ctx, payload):
+        from durable_schedule.tasks import results
+
+        backend = task.get_backend()
+        found = results.read(ctx.scope, ctx.work_id, using=backend.database)
+        task_result = results.build(task, backend.alias, *found)
+        return fn(results.context(task_result, ctx), *payload["args"], **payload["kwargs"])
+
+    definition.reconciler(reconcile)
+
+
+def task_for_name(name: str) -> Task | None:
+    """The module-level durable task called ``name``, or None (see the module docstring)."""
+    from durable_schedule.tasks.backend import DurableBackend
+
+    module_path, _, attr = name.rpartition(".")
+    if not module_path or not _inside_installed_app(module_path):
+        return None
+    try:
+        candidate = import_string(name)
+    except ImportError:
+        return None
+    if not isinstance(candidate, Task) or candidate.module_path != name:
+        return None
+    backend = candidate.get_backend()
+    return candidate if isinstance(backend, DurableBackend) else None
+
+
+def _inside_installed_app(module_path: str) -> bool:
+    return any(module_path == app.name or module_path.startswith(app.name + ".")
+               for app in apps.get_app_configs())
+
+
+def resolve_definition(name: str, version: str) -> registry.WorkDefinition | None:
+    """Registry fallback: define the task called ``name`` if it runs at ``version``."""
+    task = task_for_name(name)
+    if task is None:
+        return None
+    backend = task.get_backend()
+    resolved = backend.resolved_options(task)
+    if resolved.version != version:
+        return None  # Work of another version: the runtime suspends it (unknown_definition).
+    return definition_for(task, resolved)
+
+
+class _Executor:
+    """The executor of one task's Work: call the function with the stored arguments."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, ctx, payload: dict[str, Any]) -> Any:
+        from durable_schedule.tasks import results
+
+        task = task_for_name(self.name)
+        if task is None:
+            raise LookupError(f"task {self.name!r} can no longer be imported")
+        backend = task.get_backend()
+        task_result = results.running(task, backend, ctx, payload)
+        signals.task_started.send(sender=type(backend), task_result=task_result)
+        try:
+            call_args = list(payload["args"])
+            if task.takes_context:
+                call_args.insert(0, results.context(task_result, ctx))
+            value = arguments.return_value(_call(task, ctx, call_args, payload["kwargs"]))
+        except BaseException as exc:
+            finished = results.after_attempt(task_result, exc)
+            signals.task_finished.send(sender=type(backend), task_result=finished)
+            raise
+        finished = results.after_attempt(task_result, None, value)
+        signals.task_finished.send(sender=type(backend), task_result=finished)
+        return value
+
+
+def _call(task: Task, ctx, args: list, kwargs: dict) -> Any:
+    if not iscoroutinefunction(task.func):
+        return task.func(*args, **kwargs)
+    return asyncio.run(_run_async(task.func(*args, **kwargs), ctx))
+
+
+async def _run_async(coro, ctx) -> Any:
+    """Run an async task; cancel it when the attempt's lease or deadline budget ends.
+
+    ``ctx.cancelled`` is the runtime's cancellation signal (set when the local lease or the
+    absolute deadline runs out); the watcher turns it into ``CancelledError`` inside the task,
+    so an ``await`` in the task stops there instead of running past its deadline.
+    """
+    job = asyncio.ensure_future(coro)
+    loop = asyncio.get_running_loop()
+    watcher = loop.run_in_executor(None, _cancel_when_signalled, ctx, job, loop)
+    try:
+        return await job
+    except asyncio.CancelledError:
+        raise TimeoutError("the async task was cancelled: its lease or deadline ended") from None
+    finally:
+        await watcher
+
+
+def _cancel_when_signalled(ctx, job: asyncio.Future, loop: asyncio.AbstractEventLoop) -> None:
+    # Short waits, so the watcher thread ends soon after the task does.
+    while not job.done():
+        if ctx.cancelled.wait(0.05) or ctx.past_cancel_point():
+            loop.call_soon_threadsafe(job.cancel)
+            return

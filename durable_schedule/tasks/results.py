@@ -1,0 +1,169 @@
+"""Work as Django ``TaskResult`` (docs/tasks.md "Status mapping").
+
+The Work states stay the truth; Django's four statuses are a projection of them:
+
+==================  ===========  ==========================================================
+Work state          status       why
+==================  ===========  ==========================================================
+pending             READY        accepted, waiting for its due time or for a retry
+running             RUNNING      an attempt holds the lease
+succeeded           SUCCESSFUL   the executor (or a reconciler's Applied proof) finished it
+failed              FAILED       attempts ran out; ``errors`` holds what each attempt raised
+expired             FAILED       the deadline, circuit or max-elapsed window closed first
+canceled            FAILED       an operator canceled it (``work.cancel``)
+suspended           FAILED       it will not run again without an operator (reconcile said
+                                 Unknown, or no worker knows its definition); after
+                                 ``work.record_proof``/``work.resume`` it moves on
+==================  ===========  ==========================================================
+
+``worker_ids`` are the lease owners of the admitted attempts in order, so ``attempts`` (and
+``TaskContext.attempt``) count admitted attempts -- the runtime's attempt number.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import traceback
+import uuid
+from typing import Any
+
+from django.utils import timezone
+
+from durable_schedule.store.sqlfiles import query
+from durable_schedule.store.transactions import scoped
+from durable_schedule.tasks.compat import (
+    Task,
+    TaskContext,
+    TaskError,
+    TaskResult,
+    TaskResultStatus,
+)
+from durable_schedule.work import codec
+from durable_schedule.work.inspection import WorkInfo, _info
+from durable_schedule.work.rows import (
+    CANCELED,
+    EXPIRED,
+    FAILED,
+    PENDING,
+    RUNNING,
+    SUCCEEDED,
+    SUSPENDED,
+)
+
+_QUERIES = "task_queries.sql"
+_WORK_QUERIES = "work_queries.sql"
+
+STATUS_OF_STATE = {
+    PENDING: TaskResultStatus.READY,
+    RUNNING: TaskResultStatus.RUNNING,
+    SUCCEEDED: TaskResultStatus.SUCCESSFUL,
+    FAILED: TaskResultStatus.FAILED,
+    EXPIRED: TaskResultStatus.FAILED,
+    CANCELED: TaskResultStatus.FAILED,
+    SUSPENDED: TaskResultStatus.FAILED,
+}
+_OUTCOME_EVENTS = frozenset({"retry_scheduled", FAILED, EXPIRED, CANCELED, SUSPENDED})
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class DurableTaskContext(TaskContext):
+    """Django's TaskContext, plus the Work runtime's context of this attempt (``work``: its
+    deadline, ``cancelled`` event, lease and ``renew()``)."""
+
+    work: Any
+
+    @property
+    def attempt(self) -> int:
+        return self.work.attempt
+
+
+def read(scope: str, work_id: uuid.UUID, *, using: str | None = None
+         ) -> tuple[WorkInfo, list[tuple]] | None:
+    """The Work row and its attempt history, in one scoped transaction; None when absent."""
+    with scoped(scope, using=using) as cur:
+        cur.execute(query(_WORK_QUERIES, "get"), {"scope_id": scope, "work_id": work_id})
+        row = cur.fetchone()
+        if row is None:
+            return None
+        cur.execute(query(_QUERIES, "attempts"), {"scope_id": scope, "work_id": work_id})
+        history = cur.fetchall()
+    return _info(row), history
+
+
+def build(task: Task, alias: str, info: WorkInfo, history: list[tuple]) -> TaskResult:
+    admitted = [(actor, at) for event, _attempt, actor, _detail, at in history
+                if event == "admitted"]
+    errors = [_task_error(codec.loads(detail).get("error") if isinstance(detail, str)
+                          else (detail or {}).get("error"))
+              for event, _attempt, _actor, detail, _at in history if event in _OUTCOME_EVENTS]
+    errors = [e for e in errors if e is not None]
+    if not errors and info.last_error and info.state != SUCCEEDED:
+        last = _task_error(info.last_error)
+        errors = [last] if last is not None else []
+    payload = info.payload or {}
+    result = TaskResult(
+        task=task,
+        id=str(info.work_id),
+        status=STATUS_OF_STATE[info.state],
+        enqueued_at=info.accepted_at,
+        started_at=admitted[0][1] if admitted else None,
+        finished_at=info.finished_at,
+        last_attempted_at=admitted[-1][1] if admitted else None,
+        args=list(payload.get("args", [])),
+        kwargs=dict(payload.get("kwargs", {})),
+        backend=alias,
+        errors=errors,
+        worker_ids=[actor for actor, _at in admitted],
+    )
+    if info.state == SUCCEEDED:
+        object.__setattr__(result, "_return_value", info.result)
+    return result
+
+
+def _task_error(error: Any) -> TaskError | None:
+    """A stored error (the runtime's ``last_error`` shape) as Django's TaskError."""
+    if not isinstance(error, dict):
+        return None
+    path = error.get("class")  # module.QualName, as the Work runtime stores a failure
+    if not path:
+        kind = error.get("type")
+        path = kind if kind and "." in kind else f"builtins.{kind}" if kind else (
+            "durable_schedule.errors.DurableError")
+    text = error.get("traceback") or f"{path}: {error.get('message', '')}\n"
+    return TaskError(exception_class_path=path, traceback=text)
+
+
+def running(task: Task, backend, ctx, payload: dict) -> TaskResult:
+    """The TaskResult an executing attempt sees (and the signals carry): read from the store,
+    then shown as RUNNING even if the read saw the row just before this attempt's admission."""
+    found = read(ctx.scope, ctx.work_id, using=backend.database)
+    if found is None:  # pragma: no cover - the runtime holds the row's lease
+        raise LookupError(f"Work {ctx.work_id} vanished while running")
+    result = build(task, backend.alias, *found)
+    worker_ids = list(result.worker_ids)
+    if len(worker_ids) < ctx.attempt:
+        worker_ids.append(ctx.lease_owner)
+    return dataclasses.replace(result, status=TaskResultStatus.RUNNING, worker_ids=worker_ids,
+                               finished_at=None)
+
+
+def context(task_result: TaskResult, ctx) -> DurableTaskContext:
+    return DurableTaskContext(task_result=task_result, work=ctx)
+
+
+def after_attempt(task_result: TaskResult, exc: BaseException | None,
+                  value: Any = None) -> TaskResult:
+    """The TaskResult ``task_finished`` carries after one attempt (the worker's own clock for
+    ``finished_at``: a signal payload, not a stored fact; a failed attempt may still be
+    retried, the stored Work says whether)."""
+    if exc is None:
+        done = dataclasses.replace(task_result, status=TaskResultStatus.SUCCESSFUL,
+                                   finished_at=timezone.now())
+        object.__setattr__(done, "_return_value", value)
+        return done
+    kind = type(exc)
+    error = TaskError(exception_class_path=f"{kind.__module__}.{kind.__qualname__}",
+                      traceback="".join(traceback.format_exception(exc)))
+    return dataclasses.replace(task_result, status=TaskResultStatus.FAILED,
+                               finished_at=timezone.now(),
+                               errors=[*task_result.errors, error])

@@ -1,0 +1,78 @@
+"""Demo tasks on the durable backend (docs/tasks.md). Tests use them too: each task that has an
+effect writes one ``demo_effect`` row per call, so a test can count how often a task really ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from demo.models import Effect
+from durable_schedule import tasks, work
+
+try:
+    from django.tasks import task
+except ImportError:  # Django 5.2 with the django-tasks backport
+    from django_tasks import task
+
+
+@task
+def add(a, b):
+    return a + b
+
+
+@task(queue_name="emails", priority=10)
+def send_welcome(user_id, *, template="welcome"):
+    return {"sent_to": user_id, "template": template}
+
+
+@task(takes_context=True)
+def record(context, key):
+    """One Effect row per run, keyed by the task result id (an idempotent no-op to count)."""
+    Effect.objects.create(work_id=context.task_result.id, attempt=context.attempt, key=key)
+    return context.attempt
+
+
+@task
+def always_fails(message):
+    raise ValueError(message)
+
+
+@task
+def returns_a_set():
+    return {1, 2}
+
+
+@task
+async def async_add(a, b):
+    await asyncio.sleep(0)
+    return a + b
+
+
+@task
+async def async_sleep(seconds):
+    await asyncio.sleep(seconds)
+    return "woke up"
+
+
+@tasks.options(deadline_after=timedelta(seconds=1))
+@task
+async def async_sleep_bounded(seconds):
+    """Cancelled by the worker at its absolute deadline, one second after acceptance."""
+    await asyncio.sleep(seconds)
+    return "woke up"
+
+
+@tasks.options(safety=work.ProviderSafety.RECONCILE_BEFORE_RETRY, version="v2")
+@task(takes_context=True)
+def charge(context, order_id, cents):
+    Effect.objects.create(work_id=context.task_result.id, attempt=context.attempt,
+                          key=f"charge-{order_id}")
+    return {"charged": cents}
+
+
+@tasks.reconciler(charge)
+def charge_happened(context, order_id, cents):
+    if Effect.objects.filter(work_id=context.task_result.id).exists():
+        return work.Applied({"charged": cents})
+    return work.NotApplied()
