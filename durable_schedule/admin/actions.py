@@ -87,6 +87,12 @@ class ReissueForm(forms.Form):
     pass
 
 
+class CancelWorkForm(forms.Form):
+    confirm = forms.BooleanField(
+        label="I understand that canceling is terminal for this Work (it will not run)",
+    )
+
+
 class ProofForm(forms.Form):
     outcome = forms.ChoiceField(
         choices=[("applied", "Applied: the effect happened"),
@@ -128,6 +134,8 @@ class Operation:
     button: str = ""
     #: Suspension reasons for which the detail page offers it (None: any row in offered_in).
     reasons: frozenset[str] | None = None
+    #: The confirmation page's template ("": the admin's own ``operation_template``).
+    template: str = ""
 
     def applies_to(self, obj) -> bool:
         if obj.state not in self.offered_in:
@@ -225,7 +233,7 @@ class _Operations:
             "cancel_url": self._after_operation_url(request),
             **extra,
         }
-        return TemplateResponse(request, self.operation_template, context)
+        return TemplateResponse(request, op.template or self.operation_template, context)
 
     def operation_rows_context(self, request, op: Operation, rows) -> dict:
         return {}
@@ -387,10 +395,18 @@ class ScheduleOperations(_Operations):
 
 
 # ---------------------------------------------------------------- Work
+WORK_CONFIRM = "admin/durable_schedule/work_operation_confirm.html"
 WORK_OPERATIONS = {
     "proof": Operation("proof", "Record proof for suspended Work", "record proof",
                        "record_work_proof", ProofForm, frozenset({"suspended"}),
                        "Record proof…"),
+    "resume_work": Operation("resume_work", "Resume Work after deploying its definition",
+                             "resume", "resume_work", ReleaseForm, frozenset({"suspended"}),
+                             "Resume…", frozenset({"unknown_definition", "reconciler_missing"}),
+                             WORK_CONFIRM),
+    "cancel_work": Operation("cancel_work", "Cancel Work", "cancel", "cancel_work",
+                             CancelWorkForm, frozenset({"pending", "suspended"}), "Cancel…",
+                             None, WORK_CONFIRM),
 }
 
 
@@ -408,6 +424,8 @@ class WorkOperations(_Operations):
         return _redirect_to_operation(self, request, queryset, "proof")
 
     def operation_rows_context(self, request, op, rows) -> dict:
+        if op.name != "proof":
+            return {}
         # The permit each proof resolves: the most recent unresolved admitted one
         # (docs/protocol/work.md).
         permits = {row.pk: timeline.unresolved_permit(row) for row in rows}
@@ -418,6 +436,14 @@ class WorkOperations(_Operations):
 
         actor = request.user.get_username()
         label = f"{row.scope_id}/{row.work_id}"
+        if op.name in ("resume_work", "cancel_work"):
+            call_api = work.resume if op.name == "resume_work" else work.cancel
+
+            def call():
+                return f"now {call_api(row.scope_id, row.work_id, actor=actor)}."
+
+            self._report(request, label, call)
+            return
         outcome = data["outcome"]
         # The permit the confirmation page named: if another one is the most recent unresolved
         # permit by now, the API refuses (DS213) instead of resolving a permit nobody looked at.

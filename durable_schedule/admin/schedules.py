@@ -7,8 +7,6 @@ The definition page's operations (suspend, release after recovery, delete) live 
 
 from __future__ import annotations
 
-from datetime import UTC
-
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.db.models import OuterRef, Subquery
@@ -16,6 +14,8 @@ from django.db.models import OuterRef, Subquery
 from durable_schedule.admin import actions, timeline
 from durable_schedule.admin.base import ReadOnlyScopedAdmin, RoutedReadOnlyAdmin, admin_link
 from durable_schedule.admin.filters import DistinctValuesFilter, choices_filter
+from durable_schedule.errors import DurableError
+from durable_schedule.evaluation.timeline import spec_from_json
 from durable_schedule.store.models import (
     Occurrence,
     ScheduleDefinition,
@@ -59,7 +59,7 @@ class SuspensionReasonFilter(DistinctValuesFilter):
 
 @admin.register(ScheduleDefinition)
 class ScheduleDefinitionAdmin(actions.ScheduleOperations, ReadOnlyScopedAdmin):
-    list_display = ("scope_id", "schedule_id", "kind", "state", "next_due", "lateness",
+    list_display = ("scope_id", "schedule_id", "spec", "state", "next_due", "lateness",
                     "suspension_reason")
     list_display_links = ("schedule_id",)
     list_filter = (choices_filter("state", "state", SCHEDULE_STATES), SuspensionReasonFilter)
@@ -91,14 +91,25 @@ class ScheduleDefinitionAdmin(actions.ScheduleOperations, ReadOnlyScopedAdmin):
     def kind(self, obj):
         return obj.gen_kind
 
+    @admin.display(description="schedule", ordering="gen_kind")
+    def spec(self, obj):
+        """The spec as an operator reads it ("every 10 min"), the raw JSON only when the stored
+        spec cannot be read back."""
+        try:
+            return timeline.describe_spec(spec_from_json(obj.gen_kind, obj.gen_spec,
+                                                         obj.gen_evaluator))
+        except DurableError:
+            return f"{obj.gen_kind}: {obj.gen_spec}"
+
     def _next_due(self, obj):
         return timeline.next_due(obj.state, obj.gen_kind, obj.gen_spec, obj.gen_evaluator,
                                  obj.gen_accepted_at, obj.cursor_utc)
 
-    @admin.display(description="next due (UTC)", ordering="dispatch_due_at")
+    @admin.display(description="next due", ordering="dispatch_due_at")
     def next_due(self, obj):
-        due = self._next_due(obj)
-        return due.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if due else "—"
+        if obj.state == "paused":
+            return "paused"
+        return timeline.stamp(self._next_due(obj))
 
     @admin.display(description="lateness")
     def lateness(self, obj):

@@ -39,6 +39,28 @@ class Migration(migrations.Migration):
                          "Can re-issue a suspended schedule as a new generation"),
                     ],
                 }),
+                # Admin polish (docs/admin.md): plural names, the Work operations' permissions.
+                migrations.AlterModelOptions("scheduledispatch", {
+                    "verbose_name": "schedule dispatch",
+                    "verbose_name_plural": "schedule dispatches",
+                    "db_table": "durable_schedule_dispatch", "managed": False,
+                    "default_permissions": ("view",),
+                }),
+                migrations.AlterModelOptions("workdispatch", {
+                    "verbose_name": "work dispatch", "verbose_name_plural": "work dispatches",
+                    "db_table": "durable_work_dispatch", "managed": False,
+                    "default_permissions": ("view",),
+                }),
+                migrations.AlterModelOptions("work", {
+                    "verbose_name": "work", "verbose_name_plural": "work",
+                    "db_table": "durable_work", "managed": False,
+                    "default_permissions": ("view",),
+                    "permissions": [
+                        ("record_work_proof", "Can record Applied/NotApplied proof for Work"),
+                        ("cancel_work", "Can cancel pending or suspended Work"),
+                        ("resume_work", "Can resume Work suspended for a missing definition"),
+                    ],
+                }),
             ],
         ),
     ]

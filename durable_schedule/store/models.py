@@ -165,6 +165,7 @@ class ScheduleDispatch(models.Model):
     class Meta(_Unmanaged):
         db_table = "durable_schedule_dispatch"
         verbose_name = "schedule dispatch"
+        verbose_name_plural = "schedule dispatches"
 
 
 class ScheduleHistory(models.Model):
@@ -221,7 +222,9 @@ class Work(models.Model):
         db_table = "durable_work"
         verbose_name = "work"
         verbose_name_plural = "work"
-        permissions = [("record_work_proof", "Can record Applied/NotApplied proof for Work")]
+        permissions = [("record_work_proof", "Can record Applied/NotApplied proof for Work"),
+                       ("cancel_work", "Can cancel pending or suspended Work"),
+                       ("resume_work", "Can resume Work suspended for a missing definition")]
 
 
 class WorkDispatch(models.Model):
@@ -236,6 +239,8 @@ class WorkDispatch(models.Model):
 
     class Meta(_Unmanaged):
         db_table = "durable_work_dispatch"
+        verbose_name = "work dispatch"
+        verbose_name_plural = "work dispatches"
 
 
 class WorkPermit(models.Model):

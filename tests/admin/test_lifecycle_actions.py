@@ -102,3 +102,54 @@ def test_reissue__shows_the_next_instants_and_makes_a_new_generation(csrf_client
     [message] = messages_of(response)
     assert "re-issued as generation 2, now active" in message
     assert "2030-01-01 12:25:00 UTC" in message
+
+
+# ---------------------------------------------------------------- admin polish (item 10)
+def test_work_cancel__from_the_admin_is_offered_for_pending_work_and_cancels_it(
+        csrf_client, superuser, clock):
+    from durable_schedule.store.models import Work
+    from tests.admin.conftest import seed_work
+
+    pending = seed_work("tenant-a", state="pending")
+    pending_row = Work.objects.get(pk=pending["pk"])
+    csrf_client.force_login(superuser)
+    detail = csrf_client.get(reverse("admin:durable_schedule_work_change", args=[pending["pk"]]))
+    assert [op["name"] for op in detail.context["operations"]] == ["cancel_work"]
+    assert detail.context["title"] == f"{pending_row.work_name}@{pending_row.work_version}"
+    assert detail.context["subtitle"] == str(pending["work_id"])
+    url = reverse("admin:durable_schedule_work_operate", args=["cancel_work"])
+    url += f"?ids={pending['pk']}"
+    page = csrf_client.get(url)
+    assert "I understand that canceling is terminal" in page.content.decode()
+    done = csrf_client.post(url, {"csrfmiddlewaretoken": token_from(page),
+                                  "ids": str(pending["pk"]), "confirm": "on"}, follow=True)
+    assert "now canceled." in messages_of(done)[0]
+    assert Work.objects.get(pk=pending["pk"]).state == "canceled"
+
+
+def test_work_resume__is_offered_only_for_a_missing_definition(csrf_client, superuser, clock):
+    from tests.admin.conftest import seed_work
+
+    proof = seed_work("tenant-a", state="suspended", permits=(None,))  # needs proof, not resume
+    csrf_client.force_login(superuser)
+    detail = csrf_client.get(reverse("admin:durable_schedule_work_change", args=[proof["pk"]]))
+    assert "resume_work" not in [op["name"] for op in detail.context["operations"]]
+
+
+def test_schedule_list__reads_the_spec_and_shows_no_lateness_while_paused(client, superuser,
+                                                                         clock):
+    make("s")
+    schedules.pause(SCOPE, "s", "x")
+    clock.set(T0 + 5 * TEN)
+    client.force_login(superuser)
+    html = client.get(reverse("admin:durable_schedule_scheduledefinition_changelist")).content
+    row = html.decode().split('class="field-schedule_id"')[1].split("</tr>")[0]
+    assert "every 10 min" in row and "paused" in row
+    assert 'class="field-lateness">—' in row
+
+
+def test_plural_names__read_as_english():
+    from durable_schedule.store.models import ScheduleDispatch, WorkDispatch
+
+    assert ScheduleDispatch._meta.verbose_name_plural == "schedule dispatches"
+    assert WorkDispatch._meta.verbose_name_plural == "work dispatches"
