@@ -213,6 +213,39 @@ class InvalidCatchUp(ScheduleError):
         'measured from the resume) or "skip" (instants missed while paused are skipped and '
         "counted)."
     )
+# ---------------------------------------------------------------- DS125-DS139 cron schedules
+class InvalidCronExpression(ScheduleError):
+    code = "DS125"
+    next_action = (
+        "Fix the cron field named in the message (field and character position are given); "
+        "the grammar is the Cronos one, see docs/schedules.md \"Cron grammar\"."
+    )
+
+
+class UnknownTimeZone(ScheduleError):
+    code = "DS126"
+    next_action = (
+        "Give an IANA zone name zoneinfo can load (e.g. 'Europe/Berlin'); install or update "
+        "the system tz database or the tzdata package."
+    )
+
+
+class InvalidDstPolicy(ScheduleError):
+    code = "DS127"
+    next_action = "Use dst_gap 'shift' or 'skip' and dst_fold 'first' or 'second'."
+
+
+class CronIdentityRequired(ScheduleError):
+    code = "DS128"
+    next_action = (
+        "The expression uses H (or the spec is an Every without an anchor): pass "
+        "identity=(scope, schedule_id) so the preview uses the schedule's own seed/anchor."
+    )
+
+
+class InvalidTzRulesCommand(ScheduleError):
+    code = "DS129"
+    next_action = "Check the arguments of `manage.py durable_tz_rules` (see docs/schedules.md)."
 
 # ---------------------------------------------------------------- DS2xx work
 class WorkError(DurableError):

@@ -115,6 +115,11 @@ step_story() {
     "${MANAGE[@]}" demo_story
 }
 
+step_cron() {
+    banner "a cron schedule in Europe/Berlin across the DST change (demo_cron)"
+    "${MANAGE[@]}" demo_cron
+}
+
 step_status() {
     banner "durable_status (exit 1: the demo left a suspended schedule on purpose)"
     "${MANAGE[@]}" durable_status || true
@@ -158,6 +163,7 @@ STEPS=(
     migrate
     check
     story
+    cron
     status
     superuser
     next

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from django.db.models import DateTimeField
 from django.db.models.expressions import RawSQL
 
+from durable_schedule.admin.cron_upcoming import upcoming
 from durable_schedule.errors import DurableError
 from durable_schedule.evaluation.timeline import next_instant_after, spec_from_json
 from durable_schedule.store.models import (
@@ -168,6 +169,9 @@ def schedule_timeline(schedule: ScheduleDefinition, request=None) -> dict:
         "now": now,
         "cursor": schedule.cursor_utc,
         "next_due": due,
+        "cron": upcoming(active.kind, active.spec, active.evaluator_version,
+                         schedule.cursor_utc) if active and schedule.state not in FINISHED
+        else None,
         "lateness": format_duration(lateness(due, now)),
         "unevaluable": active is not None and due is None and schedule.state not in FINISHED
         and _unevaluable(active),

@@ -49,7 +49,7 @@ from durable_schedule.evaluation import bounds as bounding
 from durable_schedule.evaluation import overlap as overlap_policy
 from durable_schedule.evaluation.bounds import Bounds
 from durable_schedule.evaluation.timeline import (
-    EVALUATOR_VERSION,
+    EVALUATOR_VERSIONS,
     ScheduleSpec,
     as_utc,
     instants_in,
@@ -213,7 +213,7 @@ def decide(
     late_base = found.first if late_from is None else max(found.first, late_from)
     lateness_us = to_us(cutoff) - to_us(late_base)
     evidence: dict[str, Any] = {
-        "evaluator_version": EVALUATOR_VERSION,
+        "evaluator_version": EVALUATOR_VERSIONS[kind],
         "kind": kind,
         "cursor": _iso(cursor),
         "cutoff": _iso(cutoff),
@@ -229,6 +229,11 @@ def decide(
     }
     if late_from is not None:
         evidence["late_from"] = _iso(late_from)
+    if found.local is not None:
+        # Cron: the local wall time (and fold) beside the UTC identity, so an operator sees
+        # why 02:30 ran at 03:00; the count is "at least" when it was not counted to the end.
+        evidence["local"] = found.local
+        evidence["count_exact"] = found.count_exact
     if lateness_us > window_us:
         # Rule 2: a clock jump or a long outage; suspend before moving the cursor or any Work.
         return Decision("suspend", found.first, found.last, found.count, cursor, found.first,

@@ -1,7 +1,8 @@
 """Schedule specs and their nominal instants (docs/protocol/schedules.md "Authoritative time",
 docs/protocol/schedules.md rule S2).
 
-Three spec kinds exist in evaluator version ``ds-eval-v1``:
+Three spec kinds exist in evaluator version ``ds-eval-v1`` (a fourth, ``Cron``, has its own
+evaluator ``ds-cron-v1`` in ``evaluation/cron/``; this module dispatches to it):
 
 * ``At(when)`` — one instant, the given UTC value persisted unchanged.
 * ``After(delay)`` — one instant, ``accepted_at_utc + delay``; ``accepted_at_utc`` is the
@@ -41,6 +42,10 @@ from durable_schedule.errors import (
     ScheduleError,
     UnevaluableGeneration,
 )
+from durable_schedule.evaluation.cron import spec as cron_spec
+from durable_schedule.evaluation.cron.evaluator import EVALUATOR_VERSION as CRON_EVALUATOR_VERSION
+from durable_schedule.evaluation.cron.evaluator import Occurrence
+from durable_schedule.evaluation.cron.spec import Cron
 
 EVALUATOR_VERSION = "ds-eval-v1"
 """Persisted with each generation; evaluation refuses any other version (docs/protocol/schedules.md
@@ -137,16 +142,33 @@ class Every:
             object.__setattr__(self, "anchor", as_utc(self.anchor, "anchor"))
 
 
-ScheduleSpec = At | After | Every
-_KINDS: dict[type, str] = {At: "at", After: "after", Every: "every"}
+ScheduleSpec = At | After | Every | Cron
+_KINDS: dict[type, str] = {At: "at", After: "after", Every: "every", Cron: "cron"}
+#: The evaluator version each kind's generations persist (and the only one evaluated).
+EVALUATOR_VERSIONS = {"at": EVALUATOR_VERSION, "after": EVALUATOR_VERSION,
+                      "every": EVALUATOR_VERSION, "cron": CRON_EVALUATOR_VERSION}
 
 
 def kind_of(spec: Any) -> str:
-    """The persisted kind of ``spec``: ``"at"``, ``"after"`` or ``"every"``."""
+    """The persisted kind of ``spec``: ``"at"``, ``"after"``, ``"every"`` or ``"cron"``."""
     for cls, kind in _KINDS.items():
         if isinstance(spec, cls):
             return kind
-    raise InvalidScheduleSpec("spec must be At, After or Every", got=type(spec).__name__)
+    raise InvalidScheduleSpec("spec must be At, After, Every or Cron", got=type(spec).__name__)
+
+
+def evaluator_version_of(spec: Any) -> str:
+    """The evaluator version a generation of ``spec`` persists."""
+    return EVALUATOR_VERSIONS[kind_of(spec)]
+
+
+def bind_spec(spec: ScheduleSpec, scope: str, schedule_id: str,
+              accepted_at: datetime) -> ScheduleSpec:
+    """The spec as a generation accepted at ``accepted_at`` persists it: a ``Cron`` gets its
+    ``H`` seed and tz-rules snapshot (evaluation/cron/spec.py); other kinds are unchanged."""
+    if isinstance(spec, Cron):
+        return cron_spec.bind(spec, scope, schedule_id, accepted_at)
+    return spec
 
 
 def validate_spec(spec: Any) -> ScheduleSpec:
@@ -161,6 +183,9 @@ def validate_spec(spec: Any) -> ScheduleSpec:
         return At(spec.when)
     if kind == "after":
         return After(spec.delay)
+    if kind == "cron":
+        return Cron(spec.expression, spec.tz, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold,
+                    h_seed=spec.h_seed, tz_rules=spec.tz_rules)
     return Every(spec.interval, spec.anchor)
 
 
@@ -175,12 +200,15 @@ def spec_to_json(spec: ScheduleSpec) -> dict[str, Any]:
         return {"at": _iso(spec.when)}
     if isinstance(spec, After):
         return {"delay_us": spec.delay // _ONE_US}
+    if isinstance(spec, Cron):
+        return cron_spec.to_json(spec)
     anchor = None if spec.anchor is None else _iso(spec.anchor)
     return {"interval_us": spec.interval // _ONE_US, "anchor": anchor}
 
 
 # ---------------------------------------------------------------- stored data
-_KEYS = {"at": {"at"}, "after": {"delay_us"}, "every": {"interval_us", "anchor"}}
+_KEYS = {"at": {"at"}, "after": {"delay_us"}, "every": {"interval_us", "anchor"},
+         "cron": set(cron_spec.KEYS)}
 
 
 def _unevaluable(reason: str, kind: Any, version: Any, detail: str) -> UnevaluableGeneration:
@@ -202,10 +230,13 @@ def spec_from_json(kind: str, data: dict[str, Any], evaluator_version: str) -> S
     def bad(reason: str, detail: str) -> UnevaluableGeneration:
         return _unevaluable(reason, kind, evaluator_version, detail)
 
-    if not isinstance(evaluator_version, str) or evaluator_version != EVALUATOR_VERSION:
-        raise bad("unknown_evaluator_version", f"evaluator version is not {EVALUATOR_VERSION}")
     if not isinstance(kind, str) or kind not in _KEYS:
-        raise bad("unknown_kind", "kind is not one of at, after, every")
+        raise bad("unknown_kind", "kind is not one of at, after, every, cron")
+    expected = EVALUATOR_VERSIONS[kind]
+    if not isinstance(evaluator_version, str) or evaluator_version != expected:
+        raise bad("unknown_evaluator_version", f"evaluator version is not {expected}")
+    if kind == "cron":
+        return cron_spec.from_json(data, bad)
     if not isinstance(data, dict):
         raise bad("not_an_object", "spec data is not a JSON object")
     if set(data) != _KEYS[kind]:
@@ -247,11 +278,18 @@ def spec_from_json(kind: str, data: dict[str, Any], evaluator_version: str) -> S
 # ---------------------------------------------------------------- instants
 @dataclass(frozen=True)
 class InstantRange:
-    """``count`` nominal instants from ``first`` to ``last`` inclusive (both UTC)."""
+    """``count`` nominal instants from ``first`` to ``last`` inclusive (both UTC).
+
+    ``count_exact`` is False only for a cron window holding more than the cron evaluator's
+    ``COUNT_LIMIT`` instants (then ``count`` is that limit: "at least"). ``local`` describes a
+    cron window's first and last instant in local time (wall time, fold, shifted), else None.
+    """
 
     first: datetime
     last: datetime
     count: int
+    count_exact: bool = True
+    local: dict[str, Any] | None = None
 
 
 def _single_us(spec: At | After, accepted_us: int) -> int:
@@ -275,6 +313,16 @@ def _checked(spec: Any) -> ScheduleSpec:
     return spec
 
 
+def _seconds_floor(micros: int) -> int:
+    return micros // 1_000_000
+
+
+def local_detail(occ: Occurrence, tz: str) -> dict[str, Any]:
+    """The local wall time of a cron instant, for history details and the admin."""
+    wall = datetime(1970, 1, 1) + timedelta(seconds=occ.wall)
+    return {"tz": tz, "wall": wall.isoformat(), "fold": occ.fold, "shifted": occ.shifted}
+
+
 def instants_in(
     spec: ScheduleSpec, accepted_at: datetime, cursor: datetime, cutoff: datetime
 ) -> InstantRange | None:
@@ -288,6 +336,17 @@ def instants_in(
     lo, hi = _arg_us(cursor, "cursor"), _arg_us(cutoff, "cutoff")
     if hi <= lo:
         return None
+    if isinstance(spec, Cron):
+        # Cron instants are whole seconds: (lo, hi] in µs holds the same seconds as
+        # (floor(lo), floor(hi)] in seconds.
+        found = spec.evaluator().window(_seconds_floor(lo), _seconds_floor(hi))
+        if found is None:
+            return None
+        first, last, count, exact = found
+        return InstantRange(
+            first=from_us(first.utc * 1_000_000), last=from_us(last.utc * 1_000_000),
+            count=count, count_exact=exact,
+            local={"first": local_detail(first, spec.tz), "last": local_detail(last, spec.tz)})
     if isinstance(spec, At | After):
         t = _single_us(spec, accepted_us)
         if not lo < t <= hi:
@@ -315,6 +374,9 @@ def next_instant_after(spec: ScheduleSpec, accepted_at: datetime, t: datetime) -
     spec = _checked(spec)
     accepted_us = _arg_us(accepted_at, "accepted_at")
     after = _arg_us(t, "t")
+    if isinstance(spec, Cron):
+        occ = spec.evaluator().next_after(_seconds_floor(after))
+        return None if occ is None else from_us(occ.utc * 1_000_000)
     if isinstance(spec, At | After):
         candidate = _single_us(spec, accepted_us)
         return from_us(candidate) if candidate > after else None

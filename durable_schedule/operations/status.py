@@ -83,6 +83,10 @@ class StatusReport:
     runners: list[RunnerInfo] = field(default_factory=list)
     partitions: list[str] = field(default_factory=list)
     missing_partitions: list[str] = field(default_factory=list)
+    # Cron: the tz rules in use (zone, current fingerprint, schedules, mismatched) and the
+    # schedules whose persisted rules differ (operations/tz_rules.py).
+    tz_rules: list[dict[str, Any]] = field(default_factory=list)
+    tz_rules_mismatches: list[str] = field(default_factory=list)
     thresholds: dict[str, float] = field(default_factory=lambda: {
         "lateness_alert_seconds": conf.lateness_alert_seconds(),
         "backlog_alert": conf.backlog_alert(),
@@ -115,6 +119,8 @@ class StatusReport:
                    for p in self.missing_partitions)
         for s in self.suspended_schedules:
             out.append(f"schedule {s.scope_id}/{s.schedule_id} suspended: {s.reason}")
+        out.extend(f"cron schedule {m} has changed tz rules (manage.py durable_tz_rules)"
+                   for m in self.tz_rules_mismatches)
         if self.work_by_state.get("suspended"):
             out.append(f"{self.work_by_state['suspended']} Work suspended (needs proof)")
         for name, queue in (("schedule", self.schedules), ("work", self.work)):
@@ -204,7 +210,16 @@ def collect(*, using: str | None = None) -> StatusReport:
                 continue
             report.scopes += 1
             _read_scope(cur, scope_id, report)
+    _tz_rules(report, using)
     return report
+
+
+def _tz_rules(report: StatusReport, using: str | None) -> None:
+    from durable_schedule.operations import tz_rules
+
+    inventory = tz_rules.collect(using=using)
+    report.tz_rules = inventory.rules_in_use()
+    report.tz_rules_mismatches = [f"{s.scope_id}/{s.schedule_id}" for s in inventory.affected]
 
 
 def _read_scope(cur, scope_id: str, report: StatusReport) -> None:

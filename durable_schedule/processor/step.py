@@ -46,6 +46,7 @@ from durable_schedule.errors import (
     UnevaluableGeneration,
 )
 from durable_schedule.evaluation import jitter as jittering
+from durable_schedule.evaluation.cron import fence as tz_rules
 from durable_schedule.evaluation.decision import Decision, SlotState, decide
 from durable_schedule.processor import lifecycle as hooks
 from durable_schedule.processor.bridge import OccurrenceIdentity, bridge, link_conflict
@@ -201,6 +202,12 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
 
     where["phase"] = "evaluate"
     spec = d.spec()
+    changed = tz_rules.check(spec, d.cursor_utc)  # cron only: docs/schedules.md "fingerprint"
+    if changed is not None:
+        reason, evidence = changed
+        evidence["checked_at"] = iso(ctx.now())
+        ctx.suspend(reason, evidence)
+        return ScheduleOutcome(**base, action="suspend", reason=reason, detail=evidence), False
     cutoff = ctx.now()
     occupant = _lock_slot(cur, scope_id, schedule_id)
     pending = _lock_pending(cur, scope_id, schedule_id, d.generation)
@@ -441,6 +448,10 @@ def _detail(decision: Decision, bridged, to_bridge, pending, occupant, completed
     }
     if decision.skip_cause is not None:
         detail["skip_cause"] = decision.skip_cause
+    if decision.evidence and "local" in decision.evidence:
+        # Cron: wall time and fold of first/last; the count is "at least" when not exact.
+        detail["local"] = decision.evidence["local"]
+        detail["count_exact"] = decision.evidence["count_exact"]
     if to_bridge is not None:
         detail["occurrence"] = {"kind": to_bridge.kind, "first": to_bridge.first_iso}
     if bridged is not None:

@@ -5,9 +5,11 @@
 ``get`` / ``list`` read. Every call runs in the scoped transaction form and nests in the
 caller's ``transaction.atomic()``. ``declare`` records a schedule declared in code and ``sync``
 (``manage.py sync_schedules``) applies the declarations. Specs: ``At(when)``, ``After(delay)``,
-``Every(interval, anchor=None)``.
+``Every(interval, anchor=None)``, ``Cron(expression, tz="UTC", *, dst_gap="shift",
+dst_fold="first")``. ``next_instants(spec, after, count=10, ...)`` previews any spec (pure).
 """
 
+from durable_schedule.evaluation.cron.spec import Cron
 from durable_schedule.evaluation.timeline import After, At, Every
 from durable_schedule.schedules.api import (
     create,
@@ -22,11 +24,13 @@ from durable_schedule.schedules.backfill import Backfilled, backfill
 from durable_schedule.schedules.declared import SyncReport, declare, sync
 from durable_schedule.schedules.info import ScheduleInfo
 from durable_schedule.schedules.lifecycle import Triggered, pause, resume, trigger
+from durable_schedule.schedules.preview import next_instants
 
 __all__ = [
     "After",
     "At",
     "Backfilled",
+    "Cron",
     "Every",
     "ScheduleInfo",
     "backfill",
@@ -38,6 +42,7 @@ __all__ = [
     "get",
     "list",
     "pause",
+    "next_instants",
     "release_after_recovery",
     "resume",
     "suspend",

@@ -38,8 +38,9 @@ from durable_schedule.evaluation import bounds as bounding
 from durable_schedule.evaluation import jitter as jittering
 from durable_schedule.evaluation.bounds import Bounds
 from durable_schedule.evaluation.timeline import (
-    EVALUATOR_VERSION,
     ScheduleSpec,
+    bind_spec,
+    evaluator_version_of,
     kind_of,
     next_instant_after,
     spec_to_json,
@@ -126,7 +127,8 @@ def create(
 ) -> ScheduleInfo:
     """Create schedule ``schedule_id`` in ``scope`` with generation 1.
 
-    ``spec``: ``At(when)``, ``After(delay)`` or ``Every(interval, anchor=None)``. ``target``:
+    ``spec``: ``At(when)``, ``After(delay)``, ``Every(interval, anchor=None)`` or
+    ``Cron(expression, tz="UTC", dst_gap="shift", dst_fold="first")``. ``target``:
     ``definition.target(payload=...)`` of registered Work. ``overlap``: ``"queue_one"``.
     ``misfire``: ``"run_once"`` (default) or ``"skip"``. ``safety_window``: how late the
     earliest missed instant may be before the schedule suspends instead of running (default
@@ -150,6 +152,7 @@ def create(
     jitter = _jitter(jitter, spec, target_json)
     with scoped(scope) as cur:
         accepted = records.transaction_clock(cur)
+        spec = bind_spec(spec, scope, schedule_id, accepted)
         cursor = bounding.initial_cursor(accepted, accepted, bounds)
         due = _first_due(spec, accepted, cursor, bounds)
         fences = records.lock_fences(cur, scope)
@@ -186,9 +189,10 @@ def _insert_generation(cur, scope, schedule_id, generation, spec, accepted, targ
         "scope_id": scope, "schedule_id": schedule_id, "generation": generation,
         "kind": kind_of(spec), "spec": records.to_json(spec_to_json(spec)),
         "accepted_at": accepted, "target": records.to_json(target_json), "overlap": overlap,
-        "misfire": misfire, "safety_window": window, "evaluator_version": EVALUATOR_VERSION,
-        "actor": actor, "start_at": bounds.start_at, "end_at": bounds.end_at,
-        "max_runs": bounds.max_runs, "jitter": jitter,
+        "misfire": misfire, "safety_window": window,
+        "evaluator_version": evaluator_version_of(spec), "actor": actor,
+        "start_at": bounds.start_at, "end_at": bounds.end_at, "max_runs": bounds.max_runs,
+        "jitter": jitter,
     })
 
 
@@ -264,6 +268,9 @@ def update(
         d = _locked(cur, scope, schedule_id, expected_revision)
         if spec is None:
             spec = d.spec()  # DS114 when the stored spec is unreadable: pass a new spec
+        # A cron generation re-binds its seed and takes the rules in force now (the repair of
+        # a tz_rules_changed suspension is exactly this).
+        spec = bind_spec(spec, scope, schedule_id, accepted)
         if target_json is None:
             target_json = _stored_target(d)
         overlap, misfire = check.policies(d.overlap if overlap is None else overlap,

@@ -122,7 +122,7 @@ class ScheduleGeneration(models.Model):
                 name="durable_schedule_generation_identity",
             ),
             models.CheckConstraint(
-                condition=models.Q(kind__in=["at", "after", "every"]),
+                condition=models.Q(kind__in=["at", "after", "every", "cron"]),
                 name="durable_schedule_generation_kind",
             ),
             models.CheckConstraint(

@@ -139,7 +139,9 @@ GOOD_AT = {"at": "2030-01-01T00:00:00.000000+00:00"}
 TAMPERED = [
     ("at", GOOD_AT, "ds-eval-v0", "unknown_evaluator_version"),
     ("at", GOOD_AT, None, "unknown_evaluator_version"),
-    ("cron", GOOD_AT, EVALUATOR_VERSION, "unknown_kind"),
+    ("rrule", GOOD_AT, EVALUATOR_VERSION, "unknown_kind"),
+    # cron is a kind now, with its own evaluator version: ds-eval-v1 is foreign to it.
+    ("cron", GOOD_AT, EVALUATOR_VERSION, "unknown_evaluator_version"),
     ("AT", GOOD_AT, EVALUATOR_VERSION, "unknown_kind"),
     ("at", ["2030-01-01T00:00:00.000000+00:00"], EVALUATOR_VERSION, "not_an_object"),
     ("at", {}, EVALUATOR_VERSION, "wrong_keys"),

@@ -88,6 +88,9 @@ class Command(BaseCommand):
         if not r.runners:
             w("runner       none registered")
         w(f"partitions   {', '.join(r.partitions) or '-'}")
+        for row in r.tz_rules:
+            w(f"tz rules     {row['tz']} {row['fingerprint'][:16]}: {row['schedules']} cron "
+              f"schedules, {row['mismatched']} mismatched")
         for s in r.suspended_schedules:
             w(f"suspended    {s.scope_id}/{s.schedule_id}: {s.reason} (since {s.suspended_at})")
         w(f"paused       {r.paused_schedules} schedule{'s' if r.paused_schedules != 1 else ''}")

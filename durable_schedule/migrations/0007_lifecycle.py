@@ -4,7 +4,7 @@ from durable_schedule.store.sqlfiles import read
 
 
 class Migration(migrations.Migration):
-    dependencies = [("durable_schedule", "0005_operations_health")]
+    dependencies = [("durable_schedule", "0006_cron_schedules")]
 
     # The generation table is a managed model (its append-only trigger is pgtrigger's), so its
     # new columns are declared to Django's state here and written by the SQL file.
@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
     operations = [
         migrations.SeparateDatabaseAndState(
             database_operations=[
-                migrations.RunSQL(read("0007_lifecycle.sql")),
+                migrations.RunSQL(read("0008_lifecycle.sql")),
             ],
             state_operations=[
                 migrations.AddField("schedulegeneration", "start_at",

@@ -1,0 +1,80 @@
+"""``manage.py durable_tz_rules [--apply] [--json] [--actor NAME]``: the cron schedules a
+tz-rules change affects (docs/schedules.md "Time-zone rules fingerprint").
+
+Dry run by default: lists every live cron schedule whose persisted rules fingerprint differs
+from the rules this process loads, with both fingerprints and the first instant the change
+would move. ``--apply`` re-issues each of them through the public update path (a new
+generation bound to the current rules, which also clears a ``tz_rules_changed`` suspension).
+Exit status 0 when nothing is (left) affected, 1 when a dry run found affected schedules.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from durable_schedule.errors import DurableError, InvalidTzRulesCommand
+from durable_schedule.operations import tz_rules
+from durable_schedule.schedules.validation import actor as check_actor
+
+
+class Command(BaseCommand):
+    help = "List cron schedules whose time-zone rules changed; --apply re-issues them."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--apply", action="store_true",
+                            help="re-issue the affected schedules as new generations")
+        parser.add_argument("--json", action="store_true", help="print one JSON document")
+        parser.add_argument("--actor", default="durable_tz_rules",
+                            help="the actor recorded in the schedules' history")
+
+    def handle(self, *args, **options):
+        try:
+            actor = check_actor(options["actor"])
+        except DurableError as exc:
+            raise CommandError(str(InvalidTzRulesCommand("--actor is not valid",
+                                                         detail=exc.message))) from None
+        inventory = tz_rules.collect()
+        affected = inventory.affected
+        reissued = []
+        if options["apply"]:
+            for item in affected:
+                info = tz_rules.reissue(item, actor=actor)
+                reissued.append({"scope_id": item.scope_id, "schedule_id": item.schedule_id,
+                                 "generation": info.generation, "revision": info.revision})
+        if options["json"]:
+            doc = inventory.to_json()
+            doc["applied"] = bool(options["apply"])
+            doc["reissued"] = reissued
+            self.stdout.write(json.dumps(doc, indent=2, sort_keys=True))
+        else:
+            self._print(inventory, reissued, options["apply"])
+        if affected and not options["apply"]:
+            sys.exit(1)
+
+    def _print(self, inventory, reissued, applied: bool) -> None:
+        w = self.stdout.write
+        for row in inventory.rules_in_use():
+            w(f"rules   {row['tz']} {row['fingerprint'][:16]}: {row['schedules']} schedules, "
+              f"{row['mismatched']} mismatched")
+        for s in inventory.schedules:
+            if s.error is not None:
+                w(f"unreadable {s.scope_id}/{s.schedule_id}: {s.error}")
+        for s in inventory.affected:
+            moved = s.first_moved_instant
+            what = "no instant in the window moves" if moved is None else (
+                f"first moved: {moved['wall']} local, {moved['utc_old_rules']} -> "
+                f"{moved['utc_new_rules']}")
+            w(f"affected {s.scope_id}/{s.schedule_id} ({s.tz}, {s.state}"
+              f"{', ' + s.suspension_reason if s.suspension_reason else ''}): persisted "
+              f"{s.persisted_fingerprint[:16]} current {s.current_fingerprint[:16]}; {what}")
+        if applied:
+            for r in reissued:
+                w(self.style.SUCCESS(f"re-issued {r['scope_id']}/{r['schedule_id']} as "
+                                     f"generation {r['generation']}"))
+        elif inventory.affected:
+            w("dry run: nothing changed; re-run with --apply to re-issue them")
+        else:
+            w(self.style.SUCCESS("no cron schedule is affected"))
