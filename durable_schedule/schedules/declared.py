@@ -44,6 +44,7 @@ from durable_schedule import conf
 from durable_schedule.errors import DeclarationConflict, ScheduleNotFound
 from durable_schedule.evaluation import jitter as jittering
 from durable_schedule.evaluation.bounds import Bounds
+from durable_schedule.evaluation.cron.spec import Cron, with_seed
 from durable_schedule.evaluation.timeline import ScheduleSpec, kind_of, spec_to_json
 from durable_schedule.schedules import api
 from durable_schedule.schedules import validation as check
@@ -228,7 +229,7 @@ def differences(decl: Declaration, info: ScheduleInfo) -> list[str]:
     window = decl.safety_window or conf.safety_window()
     facts = {
         "kind": (kind_of(decl.spec), info.kind),
-        "spec": (spec_to_json(decl.spec), info.spec_json),
+        "spec": (_declared_spec(decl), _stored_spec(info)),
         "target": (decl.target.to_json(), info.target_json),
         "overlap": (decl.overlap, info.overlap),
         "misfire": (decl.misfire, info.misfire),
@@ -239,6 +240,23 @@ def differences(decl: Declaration, info: ScheduleInfo) -> list[str]:
         "jitter": (decl.jitter, info.jitter),
     }
     return [name for name, (want, have) in facts.items() if _normal(want) != _normal(have)]
+
+
+def _declared_spec(decl: Declaration) -> Any:
+    """What a declaration says about the spec, in the stored JSON form. A ``Cron`` is compared
+    with its identity's ``H`` seed and without the tz-rules snapshot: both are filled in when a
+    generation is accepted (evaluation/cron/spec.py), so neither is something the code
+    declares; a rules change is the cron fence's business, not a deploy's."""
+    if isinstance(decl.spec, Cron):
+        bound = with_seed(decl.spec, decl.scope, decl.schedule_id)
+        return {k: v for k, v in spec_to_json(bound).items() if k != "tz_rules"}
+    return spec_to_json(decl.spec)
+
+
+def _stored_spec(info: ScheduleInfo) -> Any:
+    if info.kind == "cron" and isinstance(info.spec_json, dict):
+        return {k: v for k, v in info.spec_json.items() if k != "tz_rules"}
+    return info.spec_json
 
 
 def _normal(value: Any) -> Any:

@@ -168,3 +168,17 @@ def test_sync__keeps_a_paused_schedule_paused(committed_clock):
     declared.sync(declared=[decl(hours=12)])
     info = schedules.get("tenant-a", "nightly")
     assert (info.state, info.generation) == ("paused", 2)
+
+
+def test_sync__a_declared_cron_is_created_once_and_then_unchanged(committed_clock):
+    """Issue 14 item 9's own example: a Cron declaration (one spec model), with lifecycle
+    facts; the second sync is a no-op although the stored cron spec carries its bound facts."""
+    cron = schedules.Cron("0 2 * * *", tz="Europe/Berlin")
+    nightly = declared.Declaration(scope="tenant-a", schedule_id="nightly-report", spec=cron,
+                                   target=touch_target(), overlap="skip", max_runs=5)
+    assert declared.sync(declared=[nightly]).created == [("tenant-a", "nightly-report")]
+    committed_clock.advance(timedelta(hours=1))
+    again = declared.sync(declared=[nightly])
+    assert again.unchanged == [("tenant-a", "nightly-report")], again.lines()
+    info = schedules.get("tenant-a", "nightly-report")
+    assert (info.kind, info.generation, info.max_runs) == ("cron", 1, 5)
