@@ -85,7 +85,8 @@ def stamp(value: datetime | None) -> str:
 
 def describe_spec(spec) -> str:
     """A spec as an operator reads it: ``every 10 min``, ``once at 2030-01-01 12:00:00 UTC``,
-    ``once, 1 h after acceptance``; other kinds by their own ``describe()`` or repr."""
+    ``once, 1 h after acceptance``, ``cron 30 2 * * * in Europe/Berlin``; other kinds by
+    their own ``describe()`` or repr."""
     from durable_schedule.evaluation.timeline import After, At, Every
 
     if isinstance(spec, Every):
@@ -95,6 +96,8 @@ def describe_spec(spec) -> str:
         return f"once at {stamp(spec.when)}"
     if isinstance(spec, After):
         return f"once, {format_duration(spec.delay)} after acceptance"
+    if type(spec).__name__ == "Cron":
+        return f"cron {spec.expression} in {spec.tz}"
     describe = getattr(spec, "describe", None)
     return describe() if callable(describe) else repr(spec)
 
