@@ -3,6 +3,12 @@ for bounds, pause/resume lateness, jitter and missed-instant accounting. The rul
 functions of ``evaluation/bounds.py``, ``evaluation/jitter.py`` and ``evaluation/overlap.py``;
 this module only gathers their inputs from the locked rows and writes their results, so the
 single-schedule step and the batched pass call the same few functions.
+
+The hooks a pass makes, all in ``step.py``: ``decide_inputs`` beside ``decide()``'s slot
+arguments; ``jitter_offset`` for a new occurrence row (and the Work's due time through
+``bridge(due_at=...)``); ``count_missed`` after a skipped range is written. A batched pass
+gives the same three to its shared evaluation function and leaves the shapes it does not write
+set-based (a skip, a completion, a jittered nominal occurrence) to the single step.
 """
 
 from __future__ import annotations
