@@ -6,12 +6,18 @@ A barrier is a named point in the code at which a test can make the process die 
 occurrence and one accepted Work. Arm one with the environment variable
 ``DURABLE_SCHEDULE_CRASH_AT=<name>[,<name>...]`` (read once, at import). Unarmed, a barrier costs
 one frozenset membership test.
+
+The same named points can *stall* instead of die: ``DURABLE_SCHEDULE_STALL_AT=<name>=<seconds>
+[,...]`` makes the real process sleep there (a GC pause, a stopped process, a slow host), so a
+test can prove that a worker starved between admission and invocation does not invoke after its
+lease ended (docs/work.md "The local lease budget").
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 SCHEDULE_DECISION_BEFORE_COMMIT = "schedule-decision-before-commit"
 SCHEDULE_DECISION_AFTER_COMMIT = "schedule-decision-after-commit"
@@ -44,11 +50,34 @@ def _armed_from_environment() -> frozenset[str]:
     return names
 
 
+def _stalls_from_environment() -> dict[str, float]:
+    stalls: dict[str, float] = {}
+    for item in os.environ.get("DURABLE_SCHEDULE_STALL_AT", "").split(","):
+        if not item.strip():
+            continue
+        name, _, seconds = item.strip().partition("=")
+        if name not in ALL:
+            raise RuntimeError(f"DURABLE_SCHEDULE_STALL_AT names an unknown barrier: {name!r}")
+        try:
+            stalls[name] = float(seconds)
+        except ValueError:
+            raise RuntimeError(
+                f"DURABLE_SCHEDULE_STALL_AT: {item!r} is not <name>=<seconds>") from None
+    return stalls
+
+
 _ARMED = _armed_from_environment()
+_STALLS = _stalls_from_environment()
+_ACTIVE = _ARMED | frozenset(_STALLS)
 
 
 def barrier(name: str) -> None:
-    """Die here, at once, if this barrier is armed."""
+    """Die here, at once, if this barrier is armed; sleep here if it is stalled."""
+    if name not in _ACTIVE:
+        return
+    if name in _STALLS:
+        sys.stderr.write(f"durable_schedule: stall barrier {name} reached, sleeping\n")
+        time.sleep(_STALLS[name])
     if name in _ARMED:
         sys.stderr.write(f"durable_schedule: crash barrier {name} reached, exiting\n")
         sys.stderr.flush()

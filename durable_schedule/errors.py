@@ -343,6 +343,32 @@ class WorkStateConflict(WorkError):
     )
 
 
+class AttemptsExhausted(WorkError):
+    code = "DS223"
+    next_action = (
+        "The Work's attempt counter reached its policy's maximum, so it was closed as failed "
+        "without another invocation; inspect how the row got there (history) and enqueue new "
+        "Work if the effect is still wanted."
+    )
+
+
+class InvalidConcurrency(WorkError):
+    code = "DS225"
+    next_action = (
+        "Pass --concurrency as an int between 1 and 256 (see docs/operations.md "
+        "\"Sizing --concurrency, batches and connections\")."
+    )
+
+
+class AttemptCancelled(WorkError):
+    code = "DS226"
+    retriable = True
+    next_action = (
+        "The async executor was cancelled at its deadline or lease end; make it finish "
+        "sooner, renew its lease, or widen the deadline. The retry policy decides what follows."
+    )
+
+
 # DS241-DS245: the django.tasks backend (docs/tasks.md).
 class InvalidTaskArguments(WorkError, TypeError):
     code = "DS241"

@@ -205,6 +205,55 @@ def routed(routing_id: int, *, using: str | None = None) -> Iterator[tuple[objec
         _leave_if_nested(cur, nested)
 
 
+_CURRENT_ROLE = "select current_user"
+# As _set_role's statement, which relies on the same left-to-right evaluation: the first
+# current_user is the connection's own role, the last proves the switch took.
+_OWN_ROLE_THEN_RUNTIME = "select current_user, set_config('role', %s, true), current_user"
+_BACK_TO_ROLE = "select set_config('role', %s, true), set_config(%s, '', true)"
+
+
+@contextmanager
+def routed_batch(*, using: str | None = None,
+                 claiming: bool = True) -> Iterator[tuple[object, object]]:
+    """One outermost transaction as ``durable_runtime`` that visits several scopes in turn (the
+    Work pipeline's batched claim, admission and group commit, docs/work.md "Batched Work").
+
+    Yields ``(cursor, enter)``; ``enter(routing_id)`` returns to the connection's own role with
+    no scope (``durable_schedule_enter_routed`` is executable by that role only), then enters
+    the scope the routing id names through it, and returns the scope id (None, with no scope
+    set, when the routing id names no scope the runtime may see). Row-level security therefore
+    admits exactly one scope at a time, as in :func:`routed`; the transaction commits once.
+    ``claiming=True`` starts as ``durable_runtime`` with no scope (for the cross-scope claim);
+    ``claiming=False`` starts as the connection's own role, so the first ``enter`` needs no
+    switch back (the group commit: one statement fewer).
+    """
+    conn = connection(using)
+    with transaction.atomic(using=conn.alias, durable=True), _cursor(conn) as cur:
+        if claiming:
+            cur.execute(_OWN_ROLE_THEN_RUNTIME, [RUNTIME_ROLE])
+            own_role, _, user = cur.fetchone()
+            if user != RUNTIME_ROLE:
+                raise WrongRole(f"expected to run as {RUNTIME_ROLE}, current_user is {user}")
+        else:
+            cur.execute(_CURRENT_ROLE)
+            own_role = cur.fetchone()[0]
+        nested = own_role if conn.savepoint_ids else None
+        switched = [claiming]
+
+        def enter(routing_id: int) -> str | None:
+            if switched[0]:
+                cur.execute(_BACK_TO_ROLE, [own_role, SCOPE_SETTING])
+            switched[0] = True
+            try:
+                cur.execute(_ENTER_ROUTED, [int(routing_id)])
+            except DatabaseError as exc:
+                raise (_wrong_role(exc) or exc) from exc
+            return cur.fetchone()[0]
+
+        yield cur, enter
+        _leave_if_nested(cur, nested)
+
+
 @contextmanager
 def runtime_transaction(*, using: str | None = None) -> Iterator[object]:
     """An outermost transaction as ``durable_runtime`` with no scope (e.g. Work claims)."""

@@ -11,21 +11,23 @@ from durable_schedule.evaluation.policy import (
     ExecutionPolicy,
     RetryPolicy,
 )
+from durable_schedule.work.attempts import AttemptInfo, attempts
 from durable_schedule.work.codec import Codec, JsonCodec
 from durable_schedule.work.enqueue import AcceptedWork, WorkRequest, enqueue
 from durable_schedule.work.executor import WorkContext
 from durable_schedule.work.inspection import ExecutionSnapshot, WorkInfo, get
 from durable_schedule.work.inspection import list_work as list  # noqa: A001 -- documented name
+from durable_schedule.work.passes import WorkPassCounts, process_work_pass
 from durable_schedule.work.proof import ProofRecorded, cancel, record_proof, resume
 from durable_schedule.work.registry import WorkDefinition, autodiscover, define, lookup
 from durable_schedule.work.rows import NONTERMINAL_STATES, STATES, TERMINAL_STATES
-from durable_schedule.work.runtime import WorkPassCounts, process_work_pass
 from durable_schedule.work.safety import Applied, NotApplied, ProviderSafety, Unknown
 from durable_schedule.work.target import WorkTarget
 
 __all__ = [
     "AcceptedWork",
     "Applied",
+    "AttemptInfo",
     "AttemptPlan",
     "Codec",
     "ExecutionDeadline",
@@ -46,6 +48,7 @@ __all__ = [
     "WorkPassCounts",
     "WorkRequest",
     "WorkTarget",
+    "attempts",
     "autodiscover",
     "cancel",
     "define",

@@ -32,8 +32,10 @@ from durable_schedule.evaluation.policy import (
     lease_expiry,
     next_retry_due,
 )
+from durable_schedule.work.failures import MESSAGE_LIMIT, exception_facts
 from durable_schedule.work.registry import WorkDefinition, lookup
 from durable_schedule.work.rows import (
+    FAILED,
     PENDING,
     RUNNING,
     SUSPENDED,
@@ -82,13 +84,17 @@ Action = Invoke | Reconcile | None
 
 def error_detail(exc: BaseException | None = None, *, code: str = "DS216", message: str = "",
                  **extra: Any) -> dict[str, Any]:
-    """A ``last_error`` value: diagnostic code, exception type and message."""
+    """A ``last_error`` value: diagnostic code and message; for an exception also its type
+    name, class path and bounded traceback (:mod:`.failures`)."""
     if exc is not None:
-        code = getattr(exc, "code", code)
+        # Only our own errors name a diagnostic code; a user exception's ``code`` attribute
+        # (an HTTP status, an errno) is not one.
+        own = isinstance(exc, DurableError)
+        code = exc.code if own else code
         message = str(exc)
-    out = {"code": code, "message": message[:2000]}
+    out: dict[str, Any] = {"code": code, "message": message[:MESSAGE_LIMIT]}
     if exc is not None:
-        out["type"] = type(exc).__name__
+        out.update(exception_facts(exc))
     out.update(extra)
     return out
 
@@ -118,6 +124,9 @@ def after_failure(cur, row: WorkRow, actor: str, *, error: dict, tally: Counter,
                                      deadline=row.execution_deadline)
     common = dict(actor=actor, resolve=resolve, lease_owner=None, lease_expires_at=None,
                   last_error=dumps(error), **changes)
+    # The history row of each failed attempt keeps its own error (work.attempts() reads it);
+    # last_error keeps only the latest.
+    detail = {**(detail or {}), "error": error}
     if due is not None:
         tally["retried"] += 1
         return transition(cur, row, event="retry_scheduled",
@@ -132,8 +141,10 @@ def after_failure(cur, row: WorkRow, actor: str, *, error: dict, tally: Counter,
                       **common)
 
 
-def decide(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter) -> Action:
-    """A claimed row, locked, whose claim (dispatch revision and owner) was verified."""
+def decide(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter,
+           collect: list | None = None) -> Action:
+    """A claimed row, locked, whose claim (dispatch revision and owner) was verified.
+    ``collect``: see :func:`admit_pending`."""
     if row.state in TERMINAL_STATES or row.state == SUSPENDED:
         drop_dispatch(cur, row)  # nothing to run: such Work keeps no dispatch row
         tally["skipped"] += 1
@@ -151,11 +162,12 @@ def decide(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter) -> Ac
                                 row.lease_expires_at)
             tally["busy"] += 1
             return None
-        return recover(cur, routing_id, row, owner, tally)
-    return admit_pending(cur, routing_id, row, owner, tally)
+        return recover(cur, routing_id, row, owner, tally, collect)
+    return admit_pending(cur, routing_id, row, owner, tally, collect)
 
 
-def recover(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter) -> Action:
+def recover(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter,
+            collect: list | None = None) -> Action:
     """A running Work whose lease expired: its holder crashed or lost the lease."""
     tally["recovered"] += 1
     if row.provider_safety == RECONCILE and row.open_permit_no is not None:
@@ -165,12 +177,15 @@ def recover(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter) -> A
                                            message="the attempt's lease expired without an "
                                                    "outcome", lease_owner=row.lease_owner))
     if row.state == PENDING and row.due_at <= row.now:
-        return admit_pending(cur, routing_id, row, owner, tally)
+        return admit_pending(cur, routing_id, row, owner, tally, collect)
     return None
 
 
-def admit_pending(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter) -> Action:
-    """Admission of a pending Work: refuse (closed or not due), suspend, reconcile or admit."""
+def admit_pending(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter,
+                  collect: list | None = None) -> Action:
+    """Admission of a pending Work: refuse (closed or not due), suspend, reconcile or admit.
+    With ``collect``, an admission is appended there (``(routing_id, row, definition,
+    lease_expires_at)``) for the caller to write in one batch statement, and None returned."""
     reason = row.admission_closed()
     if reason is not None:
         # Refusal before any permit or invocation: no slot consumed (docs/protocol/work.md).
@@ -180,6 +195,23 @@ def admit_pending(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter
         transition(cur, row, event=state, actor=owner,
                    detail={"cause": "admission_refused", "reason": reason}, close=reason,
                    state=state, finished_at=row.now, dispatch="delete")
+        return None
+    exhausted = row.attempts_exhausted()
+    if exhausted is not None:
+        # The attempt counter already reached the policy's maximum (only a tampered or
+        # hand-edited row gets here: every failure path closes admission at the last attempt).
+        # Admission is refused for good, before any permit or invocation.
+        tally["refused"] += 1
+        tally[FAILED] += 1
+        transition(cur, row, event=FAILED, actor=owner,
+                   detail={"cause": "admission_refused", "reason": exhausted,
+                           "attempt": row.attempt,
+                           "maximum_attempts": row.policy.retry.maximum_attempts},
+                   close=exhausted, state=FAILED, finished_at=row.now, dispatch="delete",
+                   last_error=dumps(error_detail(
+                       code="DS223", message=f"attempt counter {row.attempt} reached the "
+                       f"policy's maximum of {row.policy.retry.maximum_attempts}; not admitted",
+                       reason=exhausted)))
         return None
     if row.due_at > row.now:
         reschedule_dispatch(cur, row, row.due_at)  # no early execution
@@ -197,6 +229,12 @@ def admit_pending(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter
     retry = row.policy.retry
     expires = lease_expiry(row.now, retry.lease_duration, row.now,
                            retry.maximum_lease_lifetime, row.execution_deadline)
+    if collect is not None:
+        # Batched admission (work/pipeline.py): the same decision, written for the whole batch
+        # in one statement (rows.admit_many) by the caller, in this transaction.
+        collect.append((routing_id, row, definition, expires))
+        tally["admitted"] += 1
+        return None
     admitted = transition(
         cur, row, event="admitted", actor=owner,
         detail={"permit_no": row.last_permit_no + 1, "slot_due_at": row.due_at,

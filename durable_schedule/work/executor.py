@@ -12,10 +12,17 @@ minus the database's "now" at admission or renewal) plus Python's monotonic cloc
 *warn* the executor. Every decision -- admission, success, retry, expiry -- is made again by the
 database clock under the Work lock.
 
+The local budget is anchored on the monotonic instant taken *before* the admission (or renewal)
+statement was sent (``budget_origin``), never on when the answer arrived or when the context was
+built: the database sampled its "now" after that instant, so the local cancel point is never
+later than the lease end the database granted, whatever stalled the worker in between (a GC
+pause, a stopped process, a slow host -- docs/work.md "The local lease budget").
+:func:`run_guarded` checks the budget immediately before invoking and raises
+:class:`OverBudget` instead of calling an executor whose lease already ended.
+
 ``ctx.renew()`` extends the lease through the guarded SQL (docs/protocol/work.md: capped by the
 attempt's maximum lease lifetime and the absolute deadline, remaining time compared before adding).
-With
-``heartbeat=True`` (the ``process_work`` default) a watchdog thread renews at the policy's
+With ``heartbeat=True`` (the ``process_work`` default) a watchdog thread renews at the policy's
 renewal cadence; its database work uses the thread's own connection, closed when it stops.
 
 The watchdog thread starts lazily: one long-lived starter thread per process watches every
@@ -29,18 +36,24 @@ before ``run_guarded`` returns, as before.
 from __future__ import annotations
 
 import heapq
+import inspect
 import itertools
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from datetime import datetime
 from typing import Any
 
 from django.db import connections
 
 from durable_schedule.errors import LeaseLost
+from durable_schedule.work import aio
+from durable_schedule.work.aio import OverBudget
+
+__all__ = ["OverBudget", "WorkContext", "run_guarded", "start_async"]
 
 log = logging.getLogger("durable_schedule.work")
 
@@ -52,7 +65,8 @@ class WorkContext:
                  permit_no: int, deadline: datetime | None, due_at: datetime,
                  admitted_at: datetime, lease_owner: str, lease_generation: int,
                  lease_expires_at: datetime, reconciling: bool,
-                 renewer: Callable[[WorkContext], tuple[datetime, datetime]]) -> None:
+                 renewer: Callable[[WorkContext], tuple[datetime, datetime]],
+                 budget_origin: float | None = None) -> None:
         self.scope = scope
         self.work_id = work_id
         self.work_name = work_name
@@ -74,22 +88,25 @@ class WorkContext:
         self._lock = threading.Lock()
         self._lease_expires_at = lease_expires_at
         self._cancel_at = float("inf")
-        self._anchor(admitted_at, lease_expires_at)
+        self._anchor(admitted_at, lease_expires_at,
+                     time.monotonic() if budget_origin is None else budget_origin)
 
     @property
     def lease_expires_at(self) -> datetime:
         with self._lock:
             return self._lease_expires_at
 
-    def _anchor(self, db_now: datetime, lease_expires_at: datetime) -> None:
-        """Map the lease end (and the deadline, for attempts) to a local monotonic instant."""
+    def _anchor(self, db_now: datetime, lease_expires_at: datetime, origin: float) -> None:
+        """Map the lease end (and the deadline, for attempts) to a local monotonic instant,
+        counted from ``origin``: the monotonic instant before the statement that read
+        ``db_now`` was sent."""
         ends = [lease_expires_at]
         if self.deadline is not None and not self.reconciling:
             ends.append(self.deadline)
         seconds = (min(ends) - db_now).total_seconds()
         with self._lock:
             self._lease_expires_at = lease_expires_at
-            self._cancel_at = time.monotonic() + seconds
+            self._cancel_at = origin + seconds
 
     def past_cancel_point(self) -> bool:
         """Local check before invoking (docs/protocol/work.md): the deadline or lease end has
@@ -110,12 +127,13 @@ class WorkContext:
         """Extend the lease; returns the new expiry. Raises LeaseLost (and sets ``cancelled``)
         when another worker holds the Work now. When the cap leaves no lease time, the expiry
         is returned unchanged and ``cancelled`` is set."""
+        origin = time.monotonic()  # before the renewal statement is sent
         try:
             db_now, expires = self._renewer(self)
         except LeaseLost:
             self.cancelled.set()
             raise
-        self._anchor(db_now, expires)
+        self._anchor(db_now, expires, origin)
         if expires <= db_now:
             self.cancelled.set()
         return expires
@@ -138,9 +156,9 @@ class Watchdog(threading.Thread):
         self.started_at = started_at
         self._halt = threading.Event()
 
-    def stop(self) -> None:
+    def stop(self, *, wait: bool = True) -> None:
         self._halt.set()
-        if self.is_alive():
+        if wait and self.is_alive():
             self.join()
 
     def run(self) -> None:
@@ -197,12 +215,12 @@ class _Starter(threading.Thread):
                 self.cond.notify()
         return key
 
-    def unwatch(self, key: int) -> None:
+    def unwatch(self, key: int, *, wait: bool = True) -> None:
         with self.cond:
             self.pending.pop(key, None)
             dog = self.started.pop(key, None)
         if dog is not None:
-            dog.stop()
+            dog.stop(wait=wait)
 
     def run(self) -> None:
         with self.cond:
@@ -243,10 +261,34 @@ def _the_starter() -> _Starter:
 def run_guarded(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload: Any,
                 *, heartbeat: bool, cadence_seconds: float, using: str) -> Any:
     """Run ``fn(ctx, payload)`` under a watchdog (started lazily, see the module docstring);
-    exceptions propagate to the caller. The watchdog, if it started, is stopped and joined."""
+    exceptions propagate to the caller. The watchdog, if it started, is stopped and joined.
+    An ``async def`` ``fn`` runs on the process's event loop (:mod:`.aio`); this call waits."""
+    if inspect.iscoroutinefunction(fn):
+        return start_async(fn, ctx, payload, heartbeat=heartbeat,
+                           cadence_seconds=cadence_seconds, using=using).result()
     starter = _the_starter()
     key = starter.watch(ctx, cadence_seconds if heartbeat else None, using)
     try:
+        if ctx.past_cancel_point():  # immediately before invoking (docs/work.md)
+            raise OverBudget(repr(ctx))
         return fn(ctx, payload)
     finally:
         starter.unwatch(key)
+
+
+def start_async(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload: Any, *,
+                heartbeat: bool, cadence_seconds: float, using: str,
+                gate: aio.Gate | None = None) -> Future:
+    """Start an ``async def`` executor on the event loop under a watchdog; returns its future
+    (OverBudget when the budget ran out before it could start). The watchdog is told to stop
+    when the future settles (not joined: the loop thread must not wait for a renewal)."""
+    starter = _the_starter()
+    key = starter.watch(ctx, cadence_seconds if heartbeat else None, using)
+    if ctx.past_cancel_point():  # immediately before invoking (docs/work.md)
+        starter.unwatch(key)
+        refused: Future = Future()
+        refused.set_exception(OverBudget(repr(ctx)))
+        return refused
+    future = aio.submit(fn, ctx, payload, gate)
+    future.add_done_callback(lambda _f: starter.unwatch(key, wait=False))
+    return future

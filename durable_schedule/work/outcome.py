@@ -60,17 +60,18 @@ _QUERIES = "work_queries.sql"
 
 @dataclass(frozen=True)
 class AttemptOutcome:
-    """What came back from an invocation: ``succeeded`` / ``failed`` / ``not_invoked``."""
+    """What came back from an invocation: ``succeeded`` / ``failed`` / ``not_invoked`` /
+    ``handed_back`` (a stopping worker did not start it)."""
 
     kind: str
     result_json: str | None = None
     error: dict[str, Any] | None = None
 
 
-def _lost(cur, action: Invoke | Reconcile, owner: str, outcome: AttemptOutcome | None,
+def record_lost(cur, action: Invoke | Reconcile, owner: str, outcome: AttemptOutcome | None,
           tally: Counter) -> None:
     tally["lost"] += 1
-    if outcome is None or outcome.kind == "not_invoked":
+    if outcome is None or outcome.kind in ("not_invoked", "handed_back"):
         return
     tally["quarantined"] += 1
     detail = {"reason": "lease_lost", "outcome": outcome.kind, "permit_no": action.permit_no,
@@ -93,25 +94,31 @@ def record_attempt_outcome(action: Invoke, outcome: AttemptOutcome, owner: str,
     with routed_block(action.routing_id, using) as (cur, scope_id):
         row = None if scope_id is None else lock_leased(cur, held.id, owner, held.lease_generation)
         if row is None:
-            _lost(cur, action, owner, outcome, tally)
+            record_lost(cur, action, owner, outcome, tally)
             return tally
-        _apply_outcome(cur, row, action.permit_no, outcome, owner, tally)
+        apply_outcome(cur, row, action.permit_no, outcome, owner, tally)
     return tally
 
 
-def _apply_outcome(cur, row: WorkRow, permit: int, outcome: AttemptOutcome, owner: str,
+def apply_outcome(cur, row: WorkRow, permit: int, outcome: AttemptOutcome, owner: str,
                    tally: Counter) -> None:
     cleared = dict(lease_owner=None, lease_expires_at=None)
-    if outcome.kind == "not_invoked":
-        tally["refused"] += 1
-        # The local clock saw the attempt's lease end (at the latest: the deadline) pass before
-        # invocation. Nothing ran, so no slot is consumed; the database decides again when that
-        # lease end arrives by its own clock (at D it refuses and closes admission).
+    if outcome.kind in ("not_invoked", "handed_back"):
+        # Nothing ran, so no slot is consumed. not_invoked: the local clock saw the attempt's
+        # lease end (at the latest: the deadline) pass before invocation; the database decides
+        # again when that lease end arrives by its own clock (at D it refuses and closes
+        # admission). handed_back: a stopping worker gives back an admitted attempt it will
+        # not start (docs/work.md "Concurrency"); it is due again at once.
+        stopping = outcome.kind == "handed_back"
+        tally["released" if stopping else "refused"] += 1
         transition(cur, row, event="not_invoked", actor=owner,
-                   detail={"permit_no": permit, "cause": "cancelled_before_invocation"},
+                   detail={"permit_no": permit, "cause": "worker_stopping" if stopping
+                           else "cancelled_before_invocation"},
                    resolve=(permit, "proven_no_effect", "runtime"), state=PENDING,
                    attempt=row.attempt - 1, dispatch="upsert",
-                   dispatch_due_at=max(row.due_at, row.lease_expires_at), **cleared)
+                   dispatch_due_at=row.due_at if stopping else max(row.due_at,
+                                                                   row.lease_expires_at),
+                   **cleared)
         return
     if outcome.kind == "failed":
         after_failure(cur, row, owner, error=outcome.error or {}, tally=tally,
@@ -145,7 +152,7 @@ def record_reconciliation(action: Reconcile, verdict: Verdict | None,
     with routed_block(action.routing_id, using) as (cur, scope_id):
         row = None if scope_id is None else lock_leased(cur, held.id, owner, held.lease_generation)
         if row is None:
-            _lost(cur, action, owner, None, tally)
+            record_lost(cur, action, owner, None, tally)
             return None, tally
         tally["reconciled"] += 1
         next_action = _apply_verdict(cur, action, row, verdict, error, owner, tally)

@@ -117,6 +117,14 @@ class WorkRow:
             return self.cutoff_reason
         return None
 
+    def attempts_exhausted(self) -> str | None:
+        """The closure reason when the attempt counter has reached the policy's maximum
+        (no further attempt may be admitted), else None. One rule for every admission path."""
+        if self.attempt < self.policy.retry.maximum_attempts:
+            return None
+        return REASON_PLAN_EXHAUSTED if self.policy.plan is not None else (
+            REASON_ATTEMPTS_EXHAUSTED)
+
     def deadline_reached(self) -> bool:
         d = self.execution_deadline
         return d is not None and self.now >= d
@@ -133,6 +141,16 @@ def _load(cur, name: str, params: dict[str, Any]) -> WorkRow | None:
     head = cur.fetchone()
     if head is None:
         return None
+    return _parse(cur, head)
+
+
+def _load_many(cur, name: str, params: dict[str, Any]) -> dict[int, WorkRow]:
+    """Run a batch lock query (facts inline); ``{internal id: row}`` for the rows it locked."""
+    cur.execute(query(_QUERIES, name), params)
+    return {row.id: row for row in (_parse(cur, head) for head in cur.fetchall())}
+
+
+def _parse(cur, head: tuple) -> WorkRow:
     values = dict(zip(_WORK_COLUMNS, head[:len(_WORK_COLUMNS)], strict=True))
     values["payload"] = codec.loads(values["payload"])
     facts = head[len(_WORK_COLUMNS):]
@@ -155,6 +173,19 @@ def lock_leased(cur, work_ref: int, owner: str, generation: int) -> WorkRow | No
     """Lock a running Work only while ``owner``/``generation`` still hold its lease."""
     return _load(cur, "lock_leased",
                  {"id": work_ref, "lease_owner": owner, "lease_generation": generation})
+
+
+def lock_claimed_many(cur, work_refs: list[int]) -> dict[int, WorkRow]:
+    """The batch form of :func:`lock_claimed` (one statement, id order, SKIP LOCKED)."""
+    return _load_many(cur, "lock_claimed_many", {"ids": list(work_refs)})
+
+
+def lock_leased_many(cur, leases: list[tuple[int, int]], owner: str) -> dict[int, WorkRow]:
+    """The batch form of :func:`lock_leased`: ``leases`` is ``[(internal id, generation)]``;
+    returns the rows whose lease ``owner`` still holds with that generation."""
+    return _load_many(cur, "lock_leased_many", {
+        "ids": [i for i, _ in leases], "generations": [g for _, g in leases],
+        "lease_owner": owner})
 
 
 def lock_by_work_id(cur, scope_id: str, work_id) -> WorkRow | None:
@@ -257,6 +288,41 @@ def transition(
         open_permit_attempt=new["attempt"] if new_permit else (
             None if resolve else row.open_permit_attempt),
     )
+
+
+def admit_many(cur, items: list[tuple[WorkRow, datetime]], owner: str) -> list[WorkRow]:
+    """The set form of the admitting :func:`transition` (pending -> running, new permit, new
+    lease, dispatch row to the lease end, ``admitted`` history): one statement for ``items``
+    (``(locked row, lease_expires_at)``), each guarded by its own expected state, owner and
+    lease generation. Returns the rows as they now are, in order; a count that does not match
+    raises :class:`LeaseConflict` (the caller's transaction rolls back)."""
+    if not items:
+        return []
+    details = [dumps({"from": row.state, "to": RUNNING, "permit_no": row.last_permit_no + 1,
+                      "slot_due_at": row.due_at, "lease_expires_at": expires})
+               for row, expires in items]
+    cur.execute(query(_QUERIES, "admit_many"), {
+        "ids": [row.id for row, _ in items],
+        "expect_states": [row.state for row, _ in items],
+        "expect_owners": [row.lease_owner for row, _ in items],
+        "expect_generations": [row.lease_generation for row, _ in items],
+        "attempts": [row.attempt + 1 for row, _ in items],
+        "expires": [expires for _, expires in items],
+        "nows": [row.now for row, _ in items],
+        "permits": [row.last_permit_no + 1 for row, _ in items],
+        "details": details,
+        "lease_owner": owner,
+    })
+    moved, permits_new = cur.fetchone()
+    if moved != len(items) or permits_new != len(items):
+        raise LeaseConflict(f"batch admission moved {moved} of {len(items)} rows "
+                            f"({permits_new} permits)")
+    return [replace(row, state=RUNNING, attempt=row.attempt + 1, lease_owner=owner,
+                    lease_expires_at=expires, lease_generation=row.lease_generation + 1,
+                    attempt_started_at=row.now, last_permit_no=row.last_permit_no + 1,
+                    open_permits=row.open_permits + 1, open_permit_no=row.last_permit_no + 1,
+                    open_permit_attempt=row.attempt + 1)
+            for row, expires in items]
 
 
 def reschedule_dispatch(cur, row: WorkRow, due_at: datetime, owner: str | None = None,

@@ -1,39 +1,37 @@
-"""One bounded pass of the Work runtime: ``process_work_pass(...) -> WorkPassCounts`` (issue 3).
+"""The per-item primitives of the Work runtime (issue 3; issue 11 items 3 and 5).
 
-The shape follows River's ``run_once`` (docs/protocol/conventions.md rule C6): ``manage.py
-process_work`` runs one pass; the
-``--loop`` runner of a later issue calls the same function again and again.
-
-A pass:
+The pass (:mod:`.passes`, ``process_work_pass``) drives them; batched admission and the group
+commit are in :mod:`.pipeline`, the executor pool in :mod:`.concurrency`. An item:
 
 1. **Claim** (one outermost ``runtime_transaction()``, no scope): check the schema floor, then
-   ``claim_work_dispatch(owner, lease, n)`` leases up to ``batch`` due dispatch rows in one
-   statement and returns routing facts only. The claim commits before any scoped data is read.
-2. **Admit** (per claimed row, its own scoped transaction through its routing id): lock the Work
-   row, verify the dispatch revision and owner the claim returned, sample the clock after the
-   lock, then refuse, suspend, reconcile or admit (:mod:`.decisions`). Admission writes the
-   ``running`` state, the new lease and the effect permit, and commits *before* the executor is
-   invoked. Crash barrier ``work-permit-after-commit``.
-3. **Invoke** outside any transaction, with a deadline-bounded cancellation signal and a watchdog
-   that renews the lease at the policy's cadence. Crash barrier ``work-effect-before-outcome``.
+   ``claim_work_dispatch(owner, lease, n)`` leases due dispatch rows in one statement and
+   returns routing facts only. The claim commits before any scoped data is read.
+2. **Admit** (its own scoped transaction through its routing id): lock the Work row, verify the
+   dispatch revision and owner the claim returned, sample the clock after the lock, then
+   refuse, suspend, reconcile or admit (:mod:`.decisions`). Admission writes the ``running``
+   state, the new lease and the effect permit, and commits *before* the executor is invoked.
+   Crash barrier ``work-permit-after-commit``.
+3. **Invoke** outside any transaction, with a deadline-bounded cancellation signal and a
+   watchdog that renews the lease at the policy's cadence. The local budget counts from the
+   monotonic instant before the admission statement was sent and is checked again right before
+   the call (docs/work.md "The local lease budget"). Crash barrier
+   ``work-effect-before-outcome``.
 4. **Outcome** (scoped transaction guarded by the lease): :mod:`.outcome`.
-
-A retry that is due at once (an overdue planned slot) is claimable again within the same pass,
-which is how fast failures consume overdue slots in a burst. The stop callable is checked before
-every new claim and every claimed row; claimed rows a stopping pass will not process are handed
-back at once.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import socket
+import time
 from collections import Counter
+from concurrent.futures import Future
 from dataclasses import dataclass, fields
 from datetime import datetime
 from functools import partial
+from typing import Any
 
-from durable_schedule import conf
 from durable_schedule.barriers import (
     WORK_EFFECT_BEFORE_OUTCOME,
     WORK_PERMIT_AFTER_COMMIT,
@@ -41,13 +39,14 @@ from durable_schedule.barriers import (
 )
 from durable_schedule.errors import InvalidArgument, InvalidLease, LeaseLost, SchemaBelowFloor
 from durable_schedule.evaluation.policy import MAX_INSTANT, bounded_add, lease_expiry
-from durable_schedule.observability.metrics import instrumented_pass, timed_claim
+from durable_schedule.observability.metrics import timed_claim
 from durable_schedule.observability.tracing import traced_attempt
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
-from durable_schedule.work import codec
+from durable_schedule.work import aio, codec
 from durable_schedule.work.decisions import Invoke, Reconcile, decide, error_detail
-from durable_schedule.work.executor import WorkContext, run_guarded
+from durable_schedule.work.executor import OverBudget, WorkContext, run_guarded, start_async
+from durable_schedule.work.failures import log_failure
 from durable_schedule.work.outcome import (
     AttemptOutcome,
     record_attempt_outcome,
@@ -58,6 +57,8 @@ from durable_schedule.work.rows import runtime_block as _runtime_block
 from durable_schedule.work.safety import verdict as as_verdict
 
 _QUERIES = "work_queries.sql"
+#: ``_reconcile``'s answer when the reconciler was not invoked (its local budget ran out).
+_NOT_INVOKED = object()
 
 
 @dataclass(frozen=True)
@@ -90,17 +91,23 @@ class WorkPassCounts:
 
 
 @dataclass(frozen=True)
-class _Claim:
+class Claim:
+    """What ``claim_work_dispatch`` returned for one row: routing facts only."""
+
     routing_id: int
     work_ref: int
     revision: int
 
 
 @dataclass(frozen=True)
-class _Options:
+class Options:
     owner: str
     heartbeat: bool
     using: str
+
+
+# Historical names (tests drive the per-item primitives directly).
+_Claim, _Options = Claim, Options
 
 
 def default_lease_owner() -> str:
@@ -123,53 +130,30 @@ def _validate(max_items: object, batch: object, owner: object, lease_seconds: ob
         raise InvalidLease("lease seconds must be > 0 and <= 600", lease_seconds=lease_seconds)
 
 
-@instrumented_pass("work")  # metrics + span (docs/operations.md "Metrics")
-def process_work_pass(*, max_items: int = 100, lease_owner: str | None = None,
-                      lease_seconds: float | None = None, batch: int = 10,
-                      heartbeat: bool = True, stop=None,
-                      using: str | None = None) -> WorkPassCounts:
-    """Process at most ``max_items`` claimed dispatch rows; returns the counts (zero if idle).
+def check_floor(cur) -> None:
+    """Refuse to work on a store whose schema does not fit this code (DS401)."""
+    cur.execute(query(_QUERIES, "store_floor"))
+    refuse_below_floor(*cur.fetchone())
 
-    ``lease_seconds`` is the claim lease (how long a claimed row waits for its admission
-    transaction; default ``DURABLE_SCHEDULE['LEASE_SECONDS']``); an admitted attempt then holds
-    the lease its retry policy names. ``stop()`` returning true ends the pass early.
-    """
-    owner = default_lease_owner() if lease_owner is None else lease_owner
-    seconds = conf.lease_seconds() if lease_seconds is None else lease_seconds
-    _validate(max_items, batch, owner, seconds)
-    opts = _Options(owner, heartbeat, using or conf.database_alias())
-    tally: Counter = Counter()
-    processed = 0
-    while processed < max_items and not (stop is not None and stop()):
-        claims = _claim(opts, seconds, min(batch, max_items - processed))
-        tally["claimed"] += len(claims)
-        if not claims:
-            break
-        for i, claim in enumerate(claims):
-            if stop is not None and stop():
-                tally["released"] += _release(claims[i:], opts)
-                break
-            _process(claim, opts, tally)
-            processed += 1
-    return WorkPassCounts(**{k: tally[k] for k in WorkPassCounts.__dataclass_fields__})
+
+def refuse_below_floor(version: int, floor: int) -> None:
+    if version < REQUIRED_SCHEMA or floor > SCHEMA_VERSION:
+        raise SchemaBelowFloor(
+            f"database schema {version} (floor {floor}) does not fit this code "
+            f"(requires {REQUIRED_SCHEMA}, writes {SCHEMA_VERSION})")
 
 
 @timed_claim("work")  # claim latency metric
-def _claim(opts: _Options, lease_seconds: float, n: int) -> list[_Claim]:
+def _claim(opts: Options, lease_seconds: float, n: int) -> list[Claim]:
     with _runtime_block(opts.using) as cur:
-        cur.execute(query(_QUERIES, "store_floor"))
-        version, floor = cur.fetchone()
-        if version < REQUIRED_SCHEMA or floor > SCHEMA_VERSION:
-            raise SchemaBelowFloor(
-                f"database schema {version} (floor {floor}) does not fit this code "
-                f"(requires {REQUIRED_SCHEMA}, writes {SCHEMA_VERSION})")
+        check_floor(cur)
         cur.execute(query(_QUERIES, "claim"),
                     {"owner": opts.owner, "lease_seconds": lease_seconds, "max_rows": n})
         rows = cur.fetchall()
-    return [_Claim(*row) for row in rows]
+    return [Claim(*row) for row in rows]
 
 
-def _release(claims: list[_Claim], opts: _Options) -> int:
+def release(claims: list[Claim], opts: Options) -> int:
     released = 0
     for claim in claims:
         with routed_block(claim.routing_id, opts.using) as (cur, scope_id):
@@ -181,18 +165,28 @@ def _release(claims: list[_Claim], opts: _Options) -> int:
     return released
 
 
-def _process(claim: _Claim, opts: _Options, tally: Counter) -> None:
+def process_one(claim: Claim, opts: Options, tally: Counter) -> None:
+    """The per-item path: admit, invoke or reconcile, record -- each its own transaction."""
     try:
+        # The local budget starts before the admission statement is sent (docs/work.md "The
+        # local lease budget"): a stall after it only shortens what is left, never extends it.
+        origin = time.monotonic()
         action = _admit(claim, opts, tally)
         while action is not None:
             if isinstance(action, Invoke):
                 barrier(WORK_PERMIT_AFTER_COMMIT)
-                outcome = _invoke(action, opts)
+                outcome = invoke(action, opts, origin)
                 barrier(WORK_EFFECT_BEFORE_OUTCOME)
                 tally.update(record_attempt_outcome(action, outcome, opts.owner, opts.using))
                 action = None
             else:
-                found, error = _reconcile(action, opts)
+                found, error = _reconcile(action, opts, origin)
+                if found is _NOT_INVOKED:
+                    # The reconciliation lease ended locally before the reconciler ran: record
+                    # nothing; the lease expires and the next claim reconciles again.
+                    tally["refused"] += 1
+                    break
+                origin = time.monotonic()  # a NotApplied verdict may admit the next attempt
                 action, counts = record_reconciliation(action, found, error, opts.owner,
                                                        opts.using)
                 tally.update(counts)
@@ -202,7 +196,7 @@ def _process(claim: _Claim, opts: _Options, tally: Counter) -> None:
         tally["lost"] += 1
 
 
-def _admit(claim: _Claim, opts: _Options, tally: Counter):
+def _admit(claim: Claim, opts: Options, tally: Counter):
     local: Counter = Counter()
     with routed_block(claim.routing_id, opts.using) as (cur, scope_id):
         row = None if scope_id is None else lock_claimed(cur, claim.work_ref)
@@ -216,7 +210,8 @@ def _admit(claim: _Claim, opts: _Options, tally: Counter):
     return action
 
 
-def _context(action: Invoke | Reconcile, opts: _Options, *, reconciling: bool) -> WorkContext:
+def context(action: Invoke | Reconcile, opts: Options, origin: float, *,
+             reconciling: bool) -> WorkContext:
     row = action.row
     return WorkContext(
         scope=row.scope_id, work_id=row.work_id, work_name=row.work_name,
@@ -226,6 +221,7 @@ def _context(action: Invoke | Reconcile, opts: _Options, *, reconciling: bool) -
         admitted_at=row.now, lease_owner=opts.owner, lease_generation=row.lease_generation,
         lease_expires_at=row.lease_expires_at, reconciling=reconciling,
         renewer=partial(_renew, action.routing_id, row.id, reconciling, opts.using),
+        budget_origin=origin,
     )
 
 
@@ -256,8 +252,10 @@ def _renew(routing_id: int, work_ref: int, reconciling: bool, using: str,
 
 
 @traced_attempt  # one span per attempt (docs/operations.md "Tracing")
-def _invoke(action: Invoke, opts: _Options) -> AttemptOutcome:
-    ctx = _context(action, opts, reconciling=False)
+def invoke(action: Invoke, opts: Options, origin: float) -> AttemptOutcome:
+    """Invoke the executor of an admitted attempt in this thread (an ``async def`` one on the
+    event loop, waited for); the outcome, never an exception."""
+    ctx = context(action, opts, origin, reconciling=False)
     if ctx.past_cancel_point():
         return AttemptOutcome("not_invoked")
     definition = action.definition
@@ -266,21 +264,75 @@ def _invoke(action: Invoke, opts: _Options) -> AttemptOutcome:
         payload = definition.codec.decode(action.row.payload)
         result = run_guarded(definition.executor_fn, ctx, payload, heartbeat=opts.heartbeat,
                              cadence_seconds=cadence, using=opts.using)
+    except BaseException as exc:  # noqa: BLE001 -- mapped to the attempt's outcome
+        return _failed(action, ctx, exc)
+    return _succeeded(action, ctx, result)
+
+
+def is_async(action: Invoke) -> bool:
+    return inspect.iscoroutinefunction(action.definition.executor_fn)
+
+
+def invoke_async(action: Invoke, opts: Options, origin: float,
+                 gate: aio.Gate | None = None) -> Future:
+    """Start an ``async def`` executor on the event loop; a future of its AttemptOutcome."""
+    ctx = context(action, opts, origin, reconciling=False)
+    done: Future = Future()
+    if ctx.past_cancel_point():
+        done.set_result(AttemptOutcome("not_invoked"))
+        return done
+    definition = action.definition
+    cadence = action.row.policy.retry.renewal_cadence.total_seconds()
+    try:
+        payload = definition.codec.decode(action.row.payload)
+        started = start_async(definition.executor_fn, ctx, payload, heartbeat=opts.heartbeat,
+                              cadence_seconds=cadence, using=opts.using, gate=gate)
+    except Exception as exc:  # noqa: BLE001 -- a payload that cannot be decoded fails
+        done.set_result(_failed(action, ctx, exc))
+        return done
+
+    def settle(f: Future) -> None:
+        try:
+            exc = f.exception()
+            done.set_result(_failed(action, ctx, exc) if exc is not None
+                            else _succeeded(action, ctx, f.result()))
+        except BaseException as fatal:  # noqa: BLE001 -- never leave the pipeline waiting
+            done.set_exception(fatal)
+
+    started.add_done_callback(settle)
+    return done
+
+
+def _succeeded(action: Invoke, ctx: WorkContext, result: Any) -> AttemptOutcome:
+    try:
         result_json = codec.canonical_json(result, "result")
-    except Exception as exc:  # any executor error is a failed attempt; the policy decides
-        return AttemptOutcome("failed", error=error_detail(exc, attempt=action.row.attempt))
+    except Exception as exc:  # noqa: BLE001 -- a result that is not JSON fails the attempt
+        return _failed(action, ctx, exc)
     return AttemptOutcome("succeeded", result_json=result_json)
 
 
-def _reconcile(action: Reconcile, opts: _Options):
-    ctx = _context(action, opts, reconciling=True)
+def _failed(action: Invoke, ctx: WorkContext, exc: BaseException) -> AttemptOutcome:
+    if isinstance(exc, OverBudget):
+        return AttemptOutcome("not_invoked")
+    if not isinstance(exc, Exception):
+        raise exc  # KeyboardInterrupt, SystemExit: not an executor's failure
+    # Any executor error is a failed attempt; the retry policy decides.
+    log_failure("executor", ctx, exc)
+    return AttemptOutcome("failed", error=error_detail(exc, attempt=action.row.attempt))
+
+
+def _reconcile(action: Reconcile, opts: Options, origin: float):
+    ctx = context(action, opts, origin, reconciling=True)
     definition = action.definition
     cadence = action.row.policy.retry.renewal_cadence.total_seconds()
     try:
         payload = definition.codec.decode(action.row.payload)
         value = run_guarded(definition.reconciler_fn, ctx, payload, heartbeat=opts.heartbeat,
                             cadence_seconds=cadence, using=opts.using)
+    except OverBudget:
+        return _NOT_INVOKED, None
     except Exception as exc:  # a reconciler that cannot answer is Unknown (suspends)
+        log_failure("reconciler", ctx, exc)
         return None, error_detail(exc, permit_no=action.permit_no)
     found = as_verdict(value)
     if found is None:

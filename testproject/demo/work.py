@@ -69,4 +69,4 @@ def do_touch(ctx: work.WorkContext, payload: dict) -> dict:
 
 
 # Definitions of the runner tests, registered wherever this module is (process_work imports it).
-from demo import runner_targets  # noqa: E402,F401
+from demo import pipeline_targets, runner_targets  # noqa: E402,F401

@@ -46,6 +46,11 @@ DEFAULT_ARGS = {
                 "--passes", "3", "-v", "2"),
     WORK: ("--lease-seconds", str(LEASE_SECONDS), "--max-items", "1000", "--batch", "10"),
 }
+#: The Work worker admitting one row per transaction: the per-item shape the barrier tests of
+#: one crashed attempt among bystanders describe (batched admission has its own crash tests,
+#: tests/work/test_pipeline_crash.py).
+PER_ITEM_WORK_ARGS = ("--lease-seconds", str(LEASE_SECONDS), "--max-items", "1000",
+                      "--batch", "1")
 
 
 def environment(crash_at: str | None = None, app: str | None = None) -> dict[str, str]:

@@ -276,7 +276,7 @@ def test_crash__in_the_work_runtime_recovers_without_a_second_effect(
                    scope)
     committed_clock.set(T0 + HOUR)
     schedule_passes()
-    harness.crash(WORK, barrier)
+    harness.crash(WORK, barrier, *harness.PER_ITEM_WORK_ARGS)
     consistent_now()
     running = rows("select work_id from durable_work where state = 'running'")
     assert len(running) == 1, running  # the one attempt admitted before the process died

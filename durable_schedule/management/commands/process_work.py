@@ -5,7 +5,9 @@ Claims at most ``--max-items`` due Work dispatch rows, ``--batch`` per claim sta
 claim lease of ``--lease-seconds``; runs executors with the deadline-bounded cancellation signal
 and a watchdog thread that renews each attempt's lease at its policy's renewal cadence. Before
 the pass it imports the ``work`` module of every installed app, so definitions in
-``<app>/work.py`` are registered. Prints the pass's counts (``-v 0`` prints nothing); exits 0, or
+``<app>/work.py`` are registered. ``--batch`` rows are claimed and admitted per transaction and
+their outcomes group-committed; ``--concurrency N`` runs N executors at once (docs/work.md
+"Batched Work" and "Concurrency"). Prints the pass's counts (``-v 0`` prints nothing); exits 0, or
 non-zero with the diagnostic code when the pass fails. ``--loop`` runs passes until SIGTERM or
 SIGINT (durable_schedule.runner: NOTIFY wake-up, transient-error retry, graceful stop, exit 0).
 """
@@ -19,6 +21,7 @@ from durable_schedule.errors import DurableError
 from durable_schedule.observability.logs import print_stop_summary
 from durable_schedule.runner.cli import add_runner_arguments, positive_int
 from durable_schedule.runner.retry import run_with_retry
+from durable_schedule.work.passes import validate_concurrency
 
 
 class Command(BaseCommand):
@@ -31,11 +34,20 @@ class Command(BaseCommand):
         parser.add_argument("--max-items", type=positive_int, default=100,
                             help="claimed Work rows per pass at most (default 100)")
         parser.add_argument("--batch", type=positive_int, default=10,
-                            help="rows claimed per claim statement (default 10)")
+                            help="rows claimed and admitted per transaction; their outcomes are "
+                                 "group-committed (default 10)")
         parser.add_argument("--no-heartbeat", action="store_true",
                             help="do not renew leases in a background thread while executors run")
+        parser.add_argument("--concurrency", type=int, default=1,
+                            help="executors running at once: threads (each with its own "
+                                 "connection) and async executors on one event loop; 1-256 "
+                                 "(default 1; docs/operations.md sizes it)")
 
     def handle(self, *args, **options) -> None:
+        try:
+            concurrency = validate_concurrency(options["concurrency"])
+        except DurableError as exc:
+            raise CommandError(f"process_work: {exc}") from exc
         work.autodiscover()
 
         def one_pass(stop=None):
@@ -46,6 +58,7 @@ class Command(BaseCommand):
                 lease_seconds=options["lease_seconds"],
                 heartbeat=not options["no_heartbeat"],
                 stop=stop,
+                concurrency=concurrency,
             )
 
         try:

@@ -298,3 +298,176 @@ SELECT w.work_id, w.scope_id, w.command_id, w.idempotency_key, w.work_name, w.wo
                     WHERE a.scope_id = %(scope_id)s AND a.work_id = %(after)s::uuid))
  ORDER BY w.id
  LIMIT %(page_size)s
+
+-- name: attempts -- every admitted attempt of one Work of the current scope, in permit order, with the lease owner that ran it and the error its failure recorded (no locks, no clock).
+-- The failure's error lives in the history row that ended the attempt (retry_scheduled, failed,
+-- expired: detail->'error', written by every failure path); the admitted row names the owner.
+SELECT p.permit_no, p.attempt, p.lease_generation, p.admitted_at, p.outcome, p.resolved_at,
+       p.resolution_source, a.actor, a.id, f.event, f.detail -> 'error'
+  FROM durable_work_permit p
+  LEFT JOIN LATERAL (
+        SELECT h.id, h.actor FROM durable_work_history h
+         WHERE h.scope_id = p.scope_id AND h.work_id = p.work_id AND h.event = 'admitted'
+           AND h.detail ->> 'permit_no' = p.permit_no::text
+         ORDER BY h.id LIMIT 1) a ON true
+  LEFT JOIN LATERAL (
+        SELECT h.event, h.detail FROM durable_work_history h
+         WHERE h.scope_id = p.scope_id AND h.work_id = p.work_id AND h.id > a.id
+           AND h.attempt = p.attempt AND h.detail ? 'error'
+         ORDER BY h.id LIMIT 1) f ON true
+ WHERE p.scope_id = %(scope_id)s AND p.work_id = %(work_id)s
+ ORDER BY p.permit_no
+
+-- name: lock_claimed_many -- the batch form of lock_claimed: lock claimed Work rows (SKIP LOCKED, in id order) and their dispatch rows, with each row's permit facts, then the clock.
+-- Same rules as lock_claimed: it never waits, and a row locked by someone else is left alone
+-- (its claim lapses and it is claimed again). Rows come back in id order (the lock order).
+WITH w AS (
+    SELECT id, scope_id, work_id, command_id, idempotency_key, work_name, work_version, payload,
+           provider_safety, fingerprint_schema, retry_policy, attempt_plan, execution_deadline,
+           accepted_at, due_at, state, attempt, lease_owner, lease_expires_at, lease_generation,
+           attempt_started_at, result, last_error, suspension_reason,
+           execution_admission_closed_at, execution_admission_closed_reason,
+           execution_deadline_reached_at, finished_at, source_occurrence_id
+      FROM durable_work
+     WHERE id = ANY(%(ids)s::bigint[])
+     ORDER BY id
+       FOR UPDATE SKIP LOCKED
+), d AS (
+    SELECT work_ref, dispatch_revision, lease_owner FROM durable_work_dispatch
+     WHERE work_ref IN (SELECT id FROM w)
+     ORDER BY work_ref
+       FOR UPDATE
+)
+SELECT w.*, p.open_no, p.open_attempt, p.open_count, p.last_no, d.dispatch_revision,
+       d.lease_owner, durable_schedule_clock('clock')
+  FROM w
+  CROSS JOIN LATERAL (
+        SELECT max(permit_no) FILTER (WHERE outcome IS NULL) AS open_no,
+               (array_agg(attempt ORDER BY permit_no DESC) FILTER (WHERE outcome IS NULL))[1]
+                   AS open_attempt,
+               count(*) FILTER (WHERE outcome IS NULL) AS open_count,
+               coalesce(max(permit_no), 0) AS last_no
+          FROM durable_work_permit
+         WHERE scope_id = w.scope_id AND work_id = w.work_id) p
+  LEFT JOIN d ON d.work_ref = w.id
+ ORDER BY w.id
+
+-- name: lock_leased_many -- the batch form of lock_leased: lock running Work rows only while this owner's lease generation (one per row) still holds each; permit facts, then the clock.
+WITH input AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(generations)s::bigint[]) AS i(id, generation)
+), w AS (
+    SELECT dw.id, dw.scope_id, dw.work_id, dw.command_id, dw.idempotency_key, dw.work_name,
+           dw.work_version, dw.payload, dw.provider_safety, dw.fingerprint_schema,
+           dw.retry_policy, dw.attempt_plan, dw.execution_deadline, dw.accepted_at, dw.due_at,
+           dw.state, dw.attempt, dw.lease_owner, dw.lease_expires_at, dw.lease_generation,
+           dw.attempt_started_at, dw.result, dw.last_error, dw.suspension_reason,
+           dw.execution_admission_closed_at, dw.execution_admission_closed_reason,
+           dw.execution_deadline_reached_at, dw.finished_at, dw.source_occurrence_id
+      FROM durable_work dw JOIN input i ON dw.id = i.id
+     WHERE dw.state = 'running' AND dw.lease_owner = %(lease_owner)s
+       AND dw.lease_generation = i.generation
+     ORDER BY dw.id
+       FOR UPDATE OF dw
+)
+SELECT w.*, p.open_no, p.open_attempt, p.open_count, p.last_no, NULL::bigint, NULL::text,
+       durable_schedule_clock('clock')
+  FROM w
+  CROSS JOIN LATERAL (
+        SELECT max(permit_no) FILTER (WHERE outcome IS NULL) AS open_no,
+               (array_agg(attempt ORDER BY permit_no DESC) FILTER (WHERE outcome IS NULL))[1]
+                   AS open_attempt,
+               count(*) FILTER (WHERE outcome IS NULL) AS open_count,
+               coalesce(max(permit_no), 0) AS last_no
+          FROM durable_work_permit
+         WHERE scope_id = w.scope_id AND work_id = w.work_id) p
+ ORDER BY w.id
+
+-- name: complete_many -- group commit of successful attempts (pgqueuer's UNNEST completion shape): one statement for many locked rows, each guarded by its own lease (state, owner, lease generation); resolves each permit, drops each dispatch row, writes each history row.
+-- The caller locked the rows (lock_leased_many) in this transaction and sends only successes
+-- before the deadline; the guard is re-checked anyway and the counts are compared (docs/protocol/conventions.md rule C5).
+WITH input AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(generations)s::bigint[], %(permits)s::integer[],
+                         %(results)s::text[], %(nows)s::timestamptz[], %(details)s::text[])
+        AS i(id, generation, permit_no, result, now, detail)
+), moved AS (
+    UPDATE durable_work w
+       SET state = 'succeeded', result = i.result::jsonb, finished_at = i.now,
+           lease_owner = NULL, lease_expires_at = NULL, updated_at = i.now
+      FROM input i
+     WHERE w.id = i.id AND w.state = 'running' AND w.lease_owner = %(lease_owner)s
+       AND w.lease_generation = i.generation
+    RETURNING w.id, w.scope_id, w.work_id, w.attempt, i.permit_no, i.now, i.detail
+), permit_resolved AS (
+    UPDATE durable_work_permit p
+       SET outcome = 'succeeded', resolved_at = m.now, resolved_by = %(lease_owner)s,
+           resolution_source = 'executor'
+      FROM moved m
+     WHERE p.scope_id = m.scope_id AND p.work_id = m.work_id AND p.permit_no = m.permit_no
+       AND p.outcome IS NULL
+    RETURNING 1
+), dispatch_deleted AS (
+    DELETE FROM durable_work_dispatch d USING moved m WHERE d.work_ref = m.id
+    RETURNING 1
+), history AS (
+    INSERT INTO durable_work_history (scope_id, work_id, event, attempt, actor, detail,
+                                      recorded_at)
+    SELECT m.scope_id, m.work_id, 'succeeded', m.attempt, %(lease_owner)s, m.detail::jsonb,
+           m.now
+      FROM moved m
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM permit_resolved)
+
+-- name: admit_many -- batch admission (the set form of transition's pending -> running): for many locked rows, each guarded by its expected state, owner and lease generation, write the running state and new lease, insert each permit, move each dispatch row to the lease end and write each history row.
+-- The caller decided every row with decisions.admit_pending under the lock in this transaction
+-- and compares the counts (docs/protocol/conventions.md rule C5); a mismatch rolls the batch back.
+WITH input AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(expect_states)s::text[],
+                         %(expect_owners)s::text[], %(expect_generations)s::bigint[],
+                         %(attempts)s::integer[], %(expires)s::timestamptz[],
+                         %(nows)s::timestamptz[], %(permits)s::integer[], %(details)s::text[])
+        AS i(id, expect_state, expect_owner, expect_generation, attempt, expires, now,
+             permit_no, detail)
+), moved AS (
+    UPDATE durable_work w
+       SET state = 'running', attempt = i.attempt, lease_owner = %(lease_owner)s,
+           lease_expires_at = i.expires, lease_generation = i.expect_generation + 1,
+           attempt_started_at = i.now, updated_at = i.now
+      FROM input i
+     WHERE w.id = i.id AND w.state = i.expect_state
+       AND w.lease_owner IS NOT DISTINCT FROM i.expect_owner
+       AND w.lease_generation = i.expect_generation
+    RETURNING w.id, w.scope_id, w.work_id, i.attempt, i.expires, i.now, i.permit_no,
+              i.detail, w.lease_generation
+), permit_new AS (
+    INSERT INTO durable_work_permit (scope_id, work_id, permit_no, attempt, lease_generation,
+                                     admitted_at)
+    SELECT m.scope_id, m.work_id, m.permit_no, m.attempt, m.lease_generation, m.now
+      FROM moved m
+    RETURNING 1
+), dispatch_moved AS (
+    INSERT INTO durable_work_dispatch AS d (scope_routing_id, work_ref, due_at)
+    SELECT s.routing_id, m.id, m.expires
+      FROM moved m JOIN durable_schedule_scope s ON s.scope_id = m.scope_id
+    ON CONFLICT (work_ref) DO UPDATE
+       SET due_at = EXCLUDED.due_at, lease_owner = %(lease_owner)s,
+           lease_expires_at = EXCLUDED.due_at, dispatch_revision = d.dispatch_revision + 1
+    RETURNING 1
+), history AS (
+    INSERT INTO durable_work_history (scope_id, work_id, event, attempt, actor, detail,
+                                      recorded_at)
+    SELECT m.scope_id, m.work_id, 'admitted', m.attempt, %(lease_owner)s, m.detail::jsonb,
+           m.now
+      FROM moved m
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM permit_new)
+
+-- name: floor_and_claim -- the batch pipeline's first statement: the schema version and floor, and the claim (SECURITY DEFINER, routing facts only) in one round trip.
+-- The caller refuses a store below its floor by raising, which rolls this transaction -- and so
+-- the claim -- back: nothing is claimed by code that may not run against this schema.
+SELECT f.schema_version, f.compatibility_floor, c.scope_routing_id, c.work_ref,
+       c.dispatch_revision
+  FROM (SELECT schema_version, compatibility_floor FROM durable_schedule_store) f
+  LEFT JOIN claim_work_dispatch(%(owner)s, make_interval(secs => %(lease_seconds)s),
+                                %(max_rows)s) c ON true

@@ -1,0 +1,111 @@
+"""Async executors (issue 16 item 3): an ``async def`` executor runs on the worker process's one
+event loop, many at once, and is cancelled at its deadline or lease end.
+
+The loop runs in one daemon thread per process (started on first use, restarted after a fork).
+:func:`submit` schedules ``fn(ctx, payload)`` on it and returns a
+:class:`concurrent.futures.Future`; the Work pipeline (docs/work.md "Concurrency") counts such an
+attempt against ``--concurrency`` like a thread-run one, but it occupies no thread while it
+awaits I/O. Unlike a synchronous executor, an async one *can* be stopped: a supervisor task
+watches the attempt's local cancel point (:meth:`WorkContext.seconds_until_cancel`, moved by
+every lease renewal) and ``ctx.cancelled`` (set when the lease is lost), and cancels the task
+when either fires. The attempt then fails with :class:`~durable_schedule.errors.AttemptCancelled`
+(DS226) and the retry policy decides, by the database clock, what follows (at the deadline:
+``expired``).
+
+Executors on the loop must not block it: call the ORM through ``asgiref.sync.sync_to_async``
+(Django's rule for async code) or use an async client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from durable_schedule.errors import AttemptCancelled
+
+
+class OverBudget(Exception):
+    """The local lease/deadline budget ran out before the executor was invoked: it is not
+    invoked (a typed outcome, recorded as ``not_invoked``; never an executor failure)."""
+
+
+class Gate:
+    """At most ``size`` async executors run at once; the others wait, admitted, for a slot
+    (the pipeline admits a little ahead so no slot waits for a database round trip)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._semaphore: asyncio.Semaphore | None = None
+
+    def semaphore(self) -> asyncio.Semaphore:  # created on the loop's thread, on first use
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.size)
+        return self._semaphore
+
+#: Longest wait between two looks at ``ctx.cancelled`` (a lost lease) while a task runs.
+POLL_SECONDS = 0.25
+
+
+class _LoopThread(threading.Thread):
+    def __init__(self) -> None:
+        super().__init__(name="durable-work-async-loop", daemon=True)
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        self.ready = threading.Event()
+
+    def run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(self.ready.set)
+        self.loop.run_forever()
+
+
+_thread: _LoopThread | None = None
+_lock = threading.Lock()
+
+
+def _the_loop() -> asyncio.AbstractEventLoop:
+    global _thread
+    with _lock:
+        if _thread is None or _thread.pid != os.getpid() or not _thread.is_alive():
+            _thread = _LoopThread()
+            _thread.start()
+            _thread.ready.wait()
+        return _thread.loop
+
+
+async def _supervise(fn: Callable[..., Any], ctx, payload: Any, gate: Gate | None) -> Any:
+    if gate is None:
+        return await _run(fn, ctx, payload)
+    async with gate.semaphore():
+        return await _run(fn, ctx, payload)
+
+
+async def _run(fn: Callable[..., Any], ctx, payload: Any) -> Any:
+    if ctx.past_cancel_point():  # immediately before invoking (docs/work.md)
+        raise OverBudget(repr(ctx))
+    task = asyncio.ensure_future(fn(ctx, payload))
+    while True:
+        remaining = ctx.seconds_until_cancel()
+        if remaining <= 0 or ctx.cancelled.is_set():
+            ctx.past_cancel_point()  # sets ctx.cancelled for code that also watches the event
+            task.cancel()
+            try:
+                return await task  # a task that catches the cancellation may still answer
+            except asyncio.CancelledError:
+                raise AttemptCancelled(
+                    "the async executor was cancelled at its deadline or lease end",
+                    work_id=str(ctx.work_id), attempt=ctx.attempt) from None
+        done, _ = await asyncio.wait({task}, timeout=min(remaining, POLL_SECONDS))
+        if done:
+            return task.result()
+
+
+def submit(fn: Callable[..., Any], ctx, payload: Any,
+           gate: Gate | None = None) -> concurrent.futures.Future:
+    """Run ``await fn(ctx, payload)`` on the process's event loop under its cancel point,
+    once ``gate`` (if any) has a free slot; OverBudget when the budget ran out before."""
+    return asyncio.run_coroutine_threadsafe(_supervise(fn, ctx, payload, gate), _the_loop())

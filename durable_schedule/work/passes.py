@@ -1,0 +1,147 @@
+"""One bounded pass of the Work runtime: ``process_work_pass(...) -> WorkPassCounts`` (issue 3,
+issue 16 items 2 and 3).
+
+The shape follows River's ``run_once`` (docs/protocol/conventions.md rule C6): ``manage.py
+process_work`` runs one pass; the ``--loop`` runner calls the same function again and again. A
+pass repeats, until ``max_items`` claimed rows were processed, nothing is due, or ``stop()`` is
+true:
+
+1. **Claim and admit a batch** in one transaction (:func:`.pipeline.admit_batch`): the permits
+   commit before any invocation.
+2. **Invoke** the admitted attempts: one after the other in this thread (``concurrency=1``), or
+   on the executor pool and the event loop (:mod:`.concurrency`).
+3. **Group-commit the outcomes** in one transaction (:func:`.pipeline.record_outcomes`), before
+   the next claim, so nothing acknowledged lives only in memory.
+4. ``reconcile_before_retry`` claims go through the per-item path (:func:`.runtime.process_one`).
+
+A retry that is due at once (an overdue planned slot) is claimable again within the same pass,
+which is how fast failures consume overdue slots in a burst. The stop callable is checked before
+every new claim and every invocation; admitted attempts a stopping pass will not start are
+handed back (permit ``proven_no_effect``, due again at once), claims it will not admit are
+released.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from durable_schedule import conf
+from durable_schedule.barriers import (
+    WORK_EFFECT_BEFORE_OUTCOME,
+    WORK_PERMIT_AFTER_COMMIT,
+    barrier,
+)
+from durable_schedule.errors import InvalidConcurrency
+from durable_schedule.observability.metrics import instrumented_pass
+from durable_schedule.work.outcome import AttemptOutcome, record_attempt_outcome
+from durable_schedule.work.pipeline import admit_batch, record_outcomes
+from durable_schedule.work.rows import LeaseConflict
+from durable_schedule.work.runtime import (
+    Options,
+    WorkPassCounts,
+    _claim,
+    _validate,
+    default_lease_owner,
+    invoke,
+    process_one,
+    release,
+)
+
+#: ``--concurrency`` upper bound: each slot may hold a database connection (docs/operations.md).
+MAX_CONCURRENCY = 256
+
+
+def validate_concurrency(concurrency: object) -> int:
+    if (isinstance(concurrency, bool) or not isinstance(concurrency, int)
+            or not 1 <= concurrency <= MAX_CONCURRENCY):
+        raise InvalidConcurrency(f"concurrency must be an int between 1 and {MAX_CONCURRENCY}",
+                                 concurrency=concurrency)
+    return concurrency
+
+
+@instrumented_pass("work")  # metrics + span (docs/operations.md "Metrics")
+def process_work_pass(*, max_items: int = 100, lease_owner: str | None = None,
+                      lease_seconds: float | None = None, batch: int = 10,
+                      heartbeat: bool = True, stop=None, using: str | None = None,
+                      concurrency: int = 1) -> WorkPassCounts:
+    """Process at most ``max_items`` claimed dispatch rows; returns the counts (zero if idle).
+
+    ``lease_seconds`` is the claim lease (how long a claimed row waits for its admission
+    transaction; default ``DURABLE_SCHEDULE['LEASE_SECONDS']``); an admitted attempt then holds
+    the lease its retry policy names. ``batch`` rows are claimed and admitted per transaction.
+    ``concurrency`` executors run at once (threads; ``async def`` executors on one event loop).
+    ``stop()`` returning true ends the pass early.
+    """
+    owner = default_lease_owner() if lease_owner is None else lease_owner
+    seconds = conf.lease_seconds() if lease_seconds is None else lease_seconds
+    _validate(max_items, batch, owner, seconds)
+    validate_concurrency(concurrency)
+    opts = Options(owner, heartbeat, using or conf.database_alias())
+    tally: Counter = Counter()
+    if concurrency == 1:
+        _run_sequential(opts, seconds, max_items, batch, stop, tally)
+    else:
+        from durable_schedule.work.concurrency import run_concurrent
+
+        run_concurrent(opts, seconds, max_items, batch, stop, tally, concurrency)
+    return WorkPassCounts(**{k: tally[k] for k in WorkPassCounts.__dataclass_fields__})
+
+
+def stopping(stop) -> bool:
+    return stop is not None and stop()
+
+
+def _run_sequential(opts: Options, seconds: float, max_items: int, batch: int, stop,
+                    tally: Counter) -> None:
+    processed = 0
+    while processed < max_items and not stopping(stop):
+        n = min(batch, max_items - processed)
+        admission = admit_batch(opts, seconds, n)
+        if admission.tally.pop("batch_conflicts", 0):
+            processed += per_item_round(opts, seconds, n, stop, tally)
+            continue
+        tally.update(admission.tally)
+        tally["claimed"] += len(admission.claims)
+        if not admission.claims:
+            break
+        results = []
+        for action, origin in admission.admitted:
+            if stopping(stop):
+                results.append((action, AttemptOutcome("handed_back")))
+                continue
+            barrier(WORK_PERMIT_AFTER_COMMIT)
+            outcome = invoke(action, opts, origin)
+            barrier(WORK_EFFECT_BEFORE_OUTCOME)
+            results.append((action, outcome))
+        commit_outcomes(results, opts, tally)
+        run_deferred(admission.deferred, opts, stop, tally)
+        processed += len(admission.claims)
+
+
+def per_item_round(opts: Options, seconds: float, n: int, stop, tally: Counter) -> int:
+    """The per-item path for one claim's worth of rows (after a batch conflicted)."""
+    claims = _claim(opts, seconds, n)
+    tally["claimed"] += len(claims)
+    run_deferred(claims, opts, stop, tally)
+    return max(len(claims), 1)  # an empty claim still counts, so the pass ends
+
+
+def run_deferred(claims, opts: Options, stop, tally: Counter) -> None:
+    for i, claim in enumerate(claims):
+        if stopping(stop):
+            tally["released"] += release(claims[i:], opts)
+            return
+        process_one(claim, opts, tally)
+
+
+def commit_outcomes(results, opts: Options, tally: Counter) -> None:
+    """Group-commit; if a guarded statement conflicts (a tampered store), the batch rolled back
+    and each outcome is recorded alone, so the conflicting one is isolated."""
+    try:
+        tally.update(record_outcomes(results, opts))
+    except LeaseConflict:
+        for action, outcome in results:
+            try:
+                tally.update(record_attempt_outcome(action, outcome, opts.owner, opts.using))
+            except LeaseConflict:
+                tally["lost"] += 1

@@ -1,0 +1,168 @@
+"""Batched Work: claim + admission of a batch in one transaction, outcomes group-committed
+(issue 16 item 2; docs/work.md "Batched Work").
+
+:func:`admit_batch` runs one outermost runtime transaction (``routed_batch``): the schema floor
+check, ``claim_work_dispatch`` for up to ``n`` rows, then per scope of the claimed rows one
+``lock_claimed_many`` statement, the usual decision per row (:mod:`.decisions`, every rule in
+one place) and one ``admit_many`` statement writing all plain admissions of the scope (the
+rarer outcomes -- refusal, suspension, recovery -- keep their own guarded transition).
+It commits before anything is invoked, so every permit is durable before its effect can start
+-- exactly as in the per-item path, only once for the batch.
+
+:func:`record_outcomes` is the group commit: one transaction, per scope one
+``lock_leased_many`` (each row locked only while *its* lease -- owner and lease generation --
+still holds it) and one ``complete_many`` UNNEST statement for every success before the
+deadline (pgqueuer's completion shape). Everything else (failures, late results, not-invoked
+attempts) goes through the per-item :func:`~.outcome.apply_outcome` in the same transaction,
+and an attempt whose lease is gone is fenced alone (``lost``, its result quarantined) without
+touching the others. The caller commits the outcomes before its next claim: nothing it
+acknowledges lives only in memory.
+
+``reconcile_before_retry`` Work is not admitted in a batch: its claims are returned as
+``deferred`` and go through the per-item path (admit, invoke, record), because a batch widens
+the window in which a crash leaves a permit whose effect is unknown (docs/work.md).
+
+A guarded statement that finds a row moved on after its lock (:class:`LeaseConflict`, only a
+tampered store) rolls the whole batch transaction back; :func:`admit_batch` then reports it and
+the caller falls back to the per-item path for those claims, so one bad row never costs the
+others their progress.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from durable_schedule.observability.metrics import observe_claim
+from durable_schedule.store.sqlfiles import query
+from durable_schedule.store.transactions import routed_batch
+from durable_schedule.work.decisions import RECONCILE, Invoke, decide
+from durable_schedule.work.outcome import AttemptOutcome, apply_outcome, record_lost
+from durable_schedule.work.rows import (
+    LeaseConflict,
+    WorkRow,
+    admit_many,
+    dumps,
+    lock_claimed_many,
+    lock_leased_many,
+)
+from durable_schedule.work.runtime import Claim, Options, refuse_below_floor
+
+_QUERIES = "work_queries.sql"
+
+
+@dataclass
+class Admission:
+    """What one batch admission committed."""
+
+    claims: list[Claim] = field(default_factory=list)
+    #: Admitted attempts, each with the monotonic instant taken before its admission statement.
+    admitted: list[tuple[Invoke, float]] = field(default_factory=list)
+    #: Claims left to the per-item path (reconcile_before_retry Work, or a batch that conflicted).
+    deferred: list[Claim] = field(default_factory=list)
+    tally: Counter = field(default_factory=Counter)
+
+
+def _by_scope(items, routing_of):
+    groups: dict[int, list] = defaultdict(list)
+    for item in items:
+        groups[routing_of(item)].append(item)
+    return groups.items()
+
+
+def admit_batch(opts: Options, lease_seconds: float, n: int) -> Admission:
+    """Claim up to ``n`` due rows and admit the idempotent ones, all in one transaction."""
+    out = Admission()
+    origin = time.monotonic()  # before the first admission statement (docs/work.md)
+    try:
+        with routed_batch(using=opts.using) as (cur, enter):
+            started = time.perf_counter()
+            cur.execute(query(_QUERIES, "floor_and_claim"),
+                        {"owner": opts.owner, "lease_seconds": lease_seconds, "max_rows": n})
+            found = cur.fetchall()
+            observe_claim("work", time.perf_counter() - started,
+                          sum(1 for row in found if row[2] is not None))
+            refuse_below_floor(*found[0][:2])  # raising rolls the claim back
+            out.claims = [Claim(*row[2:]) for row in found if row[2] is not None]
+            for routing_id, claims in _by_scope(out.claims, lambda c: c.routing_id):
+                scope_id = enter(routing_id)
+                rows = {} if scope_id is None else lock_claimed_many(
+                    cur, [c.work_ref for c in claims])
+                collected: list = []
+                for claim in claims:
+                    _admit_one(cur, claim, rows.get(claim.work_ref), opts, origin, out,
+                               collected)
+                admitted = admit_many(cur, [(row, expires) for _, row, _, expires in collected],
+                                      opts.owner)
+                out.admitted.extend(
+                    (Invoke(rid, row, definition, row.last_permit_no), origin)
+                    for (rid, _, definition, _), row in zip(collected, admitted, strict=True))
+    except LeaseConflict:
+        # Rolled back as a whole, claim included: hand every claim to the per-item path, which
+        # claims again and isolates the conflicting row (counted "lost" there).
+        out.tally = Counter({"batch_conflicts": 1})
+        out.admitted, out.deferred, out.claims = [], [], []
+        return out
+    return out
+
+
+def _admit_one(cur, claim: Claim, row: WorkRow | None, opts: Options, origin: float,
+               out: Admission, collected: list) -> None:
+    if row is None or (row.dispatch_revision, row.dispatch_owner) != (
+            claim.revision, opts.owner):
+        out.tally["skipped"] += 1  # the claim went stale: another worker holds the row now
+        return
+    if row.provider_safety == RECONCILE:
+        out.deferred.append(claim)  # per-item admission keeps its uncertain window short
+        return
+    # Every rule is decisions.decide's; a plain admission is collected for admit_many.
+    action = decide(cur, claim.routing_id, row, opts.owner, out.tally, collected)
+    if isinstance(action, Invoke):
+        out.admitted.append((action, origin))
+
+
+def record_outcomes(results: list[tuple[Invoke, AttemptOutcome]], opts: Options) -> Counter:
+    """Group-commit attempt outcomes in one transaction; each is fenced by its own lease."""
+    tally: Counter = Counter()
+    if not results:
+        return tally
+    with routed_batch(using=opts.using, claiming=False) as (cur, enter):
+        for routing_id, group in _by_scope(results, lambda r: r[0].routing_id):
+            scope_id = enter(routing_id)
+            rows = {} if scope_id is None else lock_leased_many(
+                cur, [(a.row.id, a.row.lease_generation) for a, _ in group], opts.owner)
+            fast: list[tuple[Invoke, WorkRow, AttemptOutcome]] = []
+            for action, outcome in group:
+                row = rows.get(action.row.id)
+                if row is None:
+                    record_lost(cur, action, opts.owner, outcome, tally)
+                elif outcome.kind == "succeeded" and not row.deadline_reached():
+                    fast.append((action, row, outcome))
+                else:
+                    apply_outcome(cur, row, action.permit_no, outcome, opts.owner, tally)
+            _complete_many(cur, fast, opts.owner, tally)
+    return tally
+
+
+def _complete_many(cur, fast: list[tuple[Invoke, WorkRow, AttemptOutcome]], owner: str,
+                   tally: Counter) -> None:
+    if not fast:
+        return
+    cur.execute(query(_QUERIES, "complete_many"), {
+        "ids": [row.id for _, row, _ in fast],
+        "generations": [row.lease_generation for _, row, _ in fast],
+        "permits": [action.permit_no for action, _, _ in fast],
+        "results": [outcome.result_json for _, _, outcome in fast],
+        "nows": [row.now for _, row, _ in fast],
+        "details": [dumps({"from": row.state, "to": "succeeded", "permit_no": action.permit_no})
+                    for action, row, _ in fast],
+        "lease_owner": owner,
+    })
+    moved, resolved = cur.fetchone()
+    if moved != len(fast) or resolved != len(fast):
+        # The rows are locked under their leases in this transaction: only a tampered store
+        # can get here. Raising rolls every outcome of the batch back (none is acknowledged).
+        raise LeaseConflict(f"group commit moved {moved} of {len(fast)} rows "
+                            f"({resolved} permits)")
+    tally["succeeded"] += moved
