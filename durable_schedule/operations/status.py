@@ -225,7 +225,7 @@ def _tz_rules(report: StatusReport, using: str | None) -> None:
 def _read_scope(cur, scope_id: str, report: StatusReport) -> None:
     cur.execute(_q("suspended_schedules"))
     report.suspended_schedules.extend(SuspendedSchedule(scope_id, *row) for row in cur.fetchall())
-    paused, missed = lifecycle_hooks.run(cur, "status_lifecycle", {}).fetchone()
+    paused, missed = lifecycle_hooks.run_lifecycle(cur, "status_lifecycle", {}).fetchone()
     report.paused_schedules += paused
     for cause, count in json.loads(missed).items():
         report.missed_instants[cause] = report.missed_instants.get(cause, 0) + int(count)

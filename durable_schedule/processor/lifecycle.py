@@ -24,7 +24,8 @@ from durable_schedule.store.sqlfiles import query
 QUERIES = "lifecycle_queries.sql"
 
 
-def run(cur, name: str, params: dict[str, Any]):
+def run_lifecycle(cur, name: str, params: dict[str, Any]):
+    """Execute one named query of ``lifecycle_queries.sql``; returns the cursor."""
     cur.execute(query(QUERIES, name), params)
     return cur
 
@@ -39,7 +40,7 @@ def decide_inputs(cur, d: Definition) -> dict[str, Any]:
     lock, so no concurrent pass of this schedule can change it)."""
     runs = 0
     if d.max_runs is not None:
-        runs = run(cur, "count_runs", {"scope_id": d.scope_id,
+        runs = run_lifecycle(cur, "count_runs", {"scope_id": d.scope_id,
                                        "schedule_id": d.schedule_id}).fetchone()[0]
     return {"bounds": bounds_of(d), "runs": runs, "late_from": d.resumed_at}
 
@@ -56,7 +57,7 @@ def count_missed(cur, d: Definition, cause: str, count: int, now: datetime) -> N
     """Add ``count`` skipped instants under ``cause`` (misfire, overlap, paused)."""
     if count <= 0:
         return
-    run(cur, "count_missed", {"scope_id": d.scope_id, "schedule_id": d.schedule_id,
+    run_lifecycle(cur, "count_missed", {"scope_id": d.scope_id, "schedule_id": d.schedule_id,
                               "cause": cause, "count": count, "now": now})
     if cur.rowcount != 1:
         raise RuntimeError("missed-instant count matched no row under the definition lock")

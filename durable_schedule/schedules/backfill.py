@@ -91,7 +91,7 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         spec = d.spec()
         instants = _instants(spec, d.accepted_at_utc, start, end)
         key = {"scope_id": scope, "schedule_id": schedule_id, "generation": d.generation}
-        existing = {r[0] for r in hooks.run(cur, "backfilled", {
+        existing = {r[0] for r in hooks.run_lifecycle(cur, "backfilled", {
             **key, "start": start, "end": end}).fetchall()}
         new = [t for t in instants if t not in existing]
         busy = [r[0] for r in run(cur, "lock_slot", {"scope_id": scope,

@@ -74,7 +74,7 @@ def pause(scope: str, schedule_id: str, note: str = "", actor: str = "", *,
             raise ScheduleNotPausable(f"a {d.state} schedule cannot be paused",
                                       schedule_id=schedule_id, state=d.state,
                                       reason=d.suspension_reason)
-        revision = _guarded(hooks.run(cur, "pause_definition", {
+        revision = _guarded(hooks.run_lifecycle(cur, "pause_definition", {
             "scope_id": scope, "schedule_id": schedule_id, "revision": d.revision,
             "now": now, "actor": actor, "note": note}).fetchone(), "pause", schedule_id)
         records.upsert_dispatch(cur, routing_id=fences.routing_id, schedule_id=schedule_id,
@@ -120,7 +120,7 @@ def resume(scope: str, schedule_id: str, actor: str = "", *,
         missed = {}
         if count:
             missed[PAUSED_CAUSE] = int((d.missed or {}).get(PAUSED_CAUSE, 0)) + count
-        revision = _guarded(hooks.run(cur, "resume_definition", {
+        revision = _guarded(hooks.run_lifecycle(cur, "resume_definition", {
             "scope_id": scope, "schedule_id": schedule_id, "revision": d.revision,
             "now": now, "cursor": cursor, "missed": records.to_json(missed)}).fetchone(),
             "resume", schedule_id)
@@ -176,7 +176,8 @@ def trigger(scope: str, schedule_id: str, request_id: str, actor: str = "") -> T
         records.lock_fences(cur, scope)
         d = _locked(cur, scope, schedule_id, None)
         key = {"scope_id": scope, "schedule_id": schedule_id}
-        found = hooks.run(cur, "find_manual", {**key, "request_id": request_id}).fetchone()
+        found = hooks.run_lifecycle(cur, "find_manual",
+                                    {**key, "request_id": request_id}).fetchone()
         if found is not None:
             return Triggered(from_definition(scope, d), request_id, found[2], found[4], False)
         if d.state not in ("active", "paused"):
@@ -189,9 +190,10 @@ def trigger(scope: str, schedule_id: str, request_id: str, actor: str = "") -> T
             raise TriggerSlotBusy("the schedule's previous Work still runs",
                                   schedule_id=schedule_id, overlap=d.overlap,
                                   slot_work_id=str(busy[0]))
-        latest = hooks.run(cur, "latest_manual", {**key, "generation": d.generation}).fetchone()
+        latest = hooks.run_lifecycle(cur, "latest_manual",
+                                     {**key, "generation": d.generation}).fetchone()
         first = now if latest[0] is None or latest[0] < now else latest[0] + _ONE_US
-        row = hooks.run(cur, "insert_manual", {
+        row = hooks.run_lifecycle(cur, "insert_manual", {
             **key, "generation": d.generation, "at": first, "state": "pending",
             "request_id": request_id}).fetchone()
         identity = OccurrenceIdentity(scope, schedule_id, d.generation, "manual", first,

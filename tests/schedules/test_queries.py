@@ -18,3 +18,10 @@ def test_schedule_queries__every_named_block_is_used_by_the_schedule_code():
                    for p in (ROOT / folder).glob("*.py"))
     used = set(re.findall(r'\brun\(\s*[\w.]+,\s*"([a-z_]+)"', code))
     assert used == names, (names - used, used - names)
+
+
+def test_lifecycle_queries__every_named_block_is_used_by_the_code():
+    names = set(sqlfiles.queries("lifecycle_queries.sql"))
+    code = "".join(p.read_text() for p in ROOT.rglob("*.py"))
+    used = set(re.findall(r'\brun_lifecycle\(\s*[\w.]+,\s*"([a-z_]+)"', code))
+    assert names and used == names, (names - used, used - names)
