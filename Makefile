@@ -1,7 +1,9 @@
 # Entry points of durable_schedule. `make test` is the test command (CI runs exactly it).
 # None of them needs root or a system package manager, except `make browser`.
 #
-#   make test       find or start PostgreSQL, then tox: py311-django52, py312-django6, lint, docs
+#   make test       find or start PostgreSQL (15: the machine's; 16, 17, 18: packaged binaries),
+#                   then tox: py311-django52 (PG 15), py312-django6 (PG 18), py311-django52-pg16
+#                   and -pg17 (store, schedule and Work suites), lint, docs
 #   make demo       install into .venv, find or start PostgreSQL, run scripts/demo.sh
 #   make lint       ruff check (tox env "lint")
 #   make docs       build the documentation site into site/ (mkdocs --strict)
@@ -33,6 +35,18 @@ TOX := $(VENV)/bin/tox
 TOX_ARGS ?=
 # Finds or starts PostgreSQL and exports DATABASE_URL into the recipe's shell.
 ENSURE_PG := pg_env=$$(scripts/ensure_postgres.sh) && eval "$$pg_env"
+# The PostgreSQL matrix (docs/development.md "PostgreSQL matrix"): throwaway clusters of 16, 17
+# (npm packages) and 18 (the embedded wheel) on ports 543NN in .pgdataNN/, exported as
+# DURABLE_PGNN_URL for tox.ini. Without one, its tox env runs on DATABASE_URL (with a message),
+# except where DURABLE_REQUIRE_PG_MATRIX=1 (CI): there it fails.
+ENSURE_PG_MATRIX := for major in 16 17 18; do \
+	if url=$$(DURABLE_PG_EMBEDDED=1 DURABLE_PG_MAJOR=$$major DURABLE_PG_PORT=543$$major \
+	    DURABLE_PG_DIR=.pgdata$$major scripts/ensure_postgres.sh); then \
+	export "DURABLE_PG$${major}_URL=$$(eval "$$url"; printf '%s' "$$DATABASE_URL")"; \
+	elif [[ $${DURABLE_REQUIRE_PG_MATRIX:-0} == 1 ]]; then \
+	echo "make test: no PostgreSQL $$major for the matrix" >&2; exit 1; \
+	else echo "make test: no PostgreSQL $$major; its tox env runs on DATABASE_URL" >&2; fi; \
+	done
 
 .PHONY: help test demo lint docs docs-serve bench browser pg-stop venv clean
 
@@ -59,6 +73,7 @@ venv: $(TOX) $(VENV)/.installed-test
 test: $(TOX)
 	@$(ENSURE_PG); \
 	echo "make test: DATABASE_URL=$$(sed -E 's#(://[^:/@]*):[^@/]*@#\1:***@#' <<<"$$DATABASE_URL")"; \
+	$(ENSURE_PG_MATRIX); \
 	$(TOX) $(TOX_ARGS)
 
 demo: $(VENV)/.installed-test
@@ -67,8 +82,8 @@ demo: $(VENV)/.installed-test
 lint: $(TOX)
 	$(TOX) -e lint $(TOX_ARGS)
 
-# The package with its test and bench extras (matplotlib, Procrastinate), then the benchmarks:
-# `make bench` (a few minutes), `make bench BENCH_ARGS=--quick` (under a minute).
+# The package with its test and bench extras (matplotlib, Procrastinate, pgqueuer), then the
+# benchmarks: `make bench` (about 10 minutes on a quiet machine, estimated), `make bench BENCH_ARGS=--quick`.
 bench: | $(VENV)/bin/python
 	$(VPY) -m pip install --quiet -e '.[test,bench]'
 	@$(ENSURE_PG); $(VPY) -m bench $(BENCH_ARGS)

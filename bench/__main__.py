@@ -20,9 +20,9 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import common, latency, peer, report, scale, schedules, seed, work
+from bench import common, io, latency, peer, pgq, report, scale, schedules, seed, work
 
-SCENARIOS = ("schedule", "scale", "work", "peer", "latency")
+SCENARIOS = ("schedule", "scale", "work", "peer", "enqueue", "io", "latency")
 #: Experiments run only when named in --only.
 EXPERIMENTS = ("binding",)
 
@@ -39,24 +39,28 @@ class Config:
     workers: tuple[int, ...]
     work_seconds: float
     enqueue_n: int
+    enqueue_batch: int
+    io_items: int
+    io_seconds: float
     latency_seconds: float
     latency_loads: tuple[int, ...]
     scale_impls: tuple[str, ...]
 
 
 FULL = Config("full", 3, 10_000, tuple((p, b) for b in (1, 100) for p in (1, 2, 4)), 4.0,
-              (1_000, 100_000, 1_000_000), 20_000, (1, 2, 4), 5.0, 1_000, 10.0, latency.LOADS,
-              ("ours", "raw"))
+              (1_000, 100_000, 1_000_000), 20_000, (1, 2, 4), 5.0, 1_000, 100, 1_500, 8.0,
+              10.0, latency.LOADS, ("ours", "raw"))
 QUICK = Config("quick", 1, 2_000, ((1, 1), (4, 100)), 1.0, (1_000, 100_000), 5_000, (1, 4),
-               1.5, 0, 3.0, (latency.LOADS[-1],), ("ours",))
+               1.5, 200, 100, 200, 3.0, 3.0, (latency.LOADS[-1],), ("ours",))
 
 
 class Bench:
     def __init__(self, cfg: Config, only: set[str]) -> None:
         self.cfg = cfg
         self.only = only
-        self.results: dict = {"schedule": [], "work": [], "enqueue": [], "scale": [],
-                              "binding": [], "errors": []}
+        self.results: dict = {"schedule": [], "schedule_cron": [], "work": [], "enqueue": [],
+                              "io": [],
+                              "scale": [], "binding": [], "errors": []}
         self.caps: dict[str, bool] = {}
         self.lock = None  # the run's advisory-lock connection (common.hold_run_lock)
 
@@ -82,8 +86,16 @@ class Bench:
         ours_work = self.caps["work_pass"] and self.caps["define"]
         if "schedule" in self.only:
             self.schedule_scenario(ours_sched)
+            if not self.caps.get("cron"):
+                self.results["errors"].append(
+                    "schedule cron variant: not measured (schedules.Cron is not in this "
+                    "checkout)")
         if "work" in self.only or "peer" in self.only:
             self.work_scenario(ours_work and "work" in self.only, "peer" in self.only)
+        if "enqueue" in self.only:
+            self.enqueue_scenario(ours_work)
+        if "io" in self.only:
+            self.io_scenario(ours_work)
         if "scale" in self.only:
             self.scale_scenario(ours_sched)
         if "binding" in self.only and ours_sched and ours_work:
@@ -128,7 +140,28 @@ class Bench:
                         common.log(f"schedule r{rnd} {impl:11} p{procs} b{batch:<3} "
                                    f"{out['rate']:8.0f}/s ({out['count']} in "
                                    f"{out['elapsed']:.1f}s, verified={out['verified']})")
+        if with_ours and self.caps.get("cron"):
+            self.cron_variant()
         common.drop_db(schedules.SEEDED_DB)
+
+    def cron_variant(self) -> None:
+        """Cost per occurrence of Cron against Every: the same due set (hourly on the hour),
+        ours with 1 process x max_schedules 100, back to back per round."""
+        cfg = self.cfg
+        common.log(f"schedule: seeding {cfg.schedules:,} due Cron schedules")
+        if self.guarded("cron seed", schedules.build_template, cfg.schedules,
+                        seed.CRON_PROTOTYPE, schedules.CRON_DB) is None:
+            return
+        runs = [("every", schedules.SEEDED_DB), ("cron", schedules.CRON_DB)]
+        for rnd in range(cfg.rounds):
+            for kind, template in (runs if rnd % 2 == 0 else runs[::-1]):
+                out = self.guarded(f"schedule cron variant {kind}", schedules.run_config, "ours",
+                                   1, 100, cfg.schedule_seconds, cfg.schedules, template)
+                if out:
+                    self.results["schedule_cron"].append({"impl": kind, "round": rnd, **out})
+                    common.log(f"schedule r{rnd} ours {kind:5} p1 b100 {out['rate']:8.0f}/s "
+                               f"(verified={out['verified']}, {_per_item(out)} statements/item)")
+        common.drop_db(schedules.CRON_DB)
 
     def work_scenario(self, with_ours: bool, with_peer: bool) -> None:
         cfg = self.cfg
@@ -138,14 +171,19 @@ class Bench:
                 with_ours = False
         elif "work" in self.only:
             self.results["errors"].append("work ours: process_work_pass/work.define missing")
+        with_pgq = with_peer
         if with_peer:
             common.log(f"peer: Procrastinate schema + {cfg.work_items:,} deferred jobs")
             if self.guarded("peer seed", peer.build, cfg.work_items) is None:
                 with_peer = False
+            common.log(f"peer: pgqueuer schema + {cfg.work_items:,} enqueued jobs")
+            if self.guarded("pgqueuer seed", pgq.build, cfg.work_items) is None:
+                with_pgq = False
         for rnd in range(cfg.rounds):
             for workers in cfg.workers:
                 runs = ([("ours", work.run_workers)] if with_ours else []) + \
-                       ([("procrastinate", peer.run_workers)] if with_peer else [])
+                       ([("procrastinate", peer.run_workers)] if with_peer else []) + \
+                       ([("pgqueuer", pgq.run_workers)] if with_pgq else [])
                 if rnd % 2:
                     runs.reverse()
                 for impl, fn in runs:
@@ -155,17 +193,67 @@ class Bench:
                         self.results["work"].append(
                             {"impl": impl, "workers": workers, "round": rnd, **out})
                         common.log(f"work r{rnd} {impl:13} w{workers} {out['rate']:8.0f}/s "
-                                   f"({out['count']} in {out['elapsed']:.1f}s)")
-            if with_ours and cfg.enqueue_n:
-                out = self.guarded("enqueue ours", work.enqueue_rate, cfg.enqueue_n)
+                                   f"({out['count']} in {out['elapsed']:.1f}s, "
+                                   f"{_per_item(out)} statements/item)")
+        for name in (work.LOADED, peer.TEMPLATE, peer.LOADED, pgq.TEMPLATE, pgq.LOADED):
+            common.drop_db(name)
+
+    def enqueue_scenario(self, with_ours: bool) -> None:
+        """Acceptance: one request per transaction and batches, ours and both peers, one
+        process each, interleaved per round."""
+        cfg = self.cfg
+        if not cfg.enqueue_n:
+            return
+        with_many = with_ours and self.guarded("enqueue_many probe", work.has_enqueue_many)
+        if with_ours and not with_many:
+            self.results["errors"].append("enqueue_many ours: work.enqueue_many missing")
+        # Each system accepts into a copy of its own loaded store (rows + VACUUM ANALYZE), the
+        # state a running installation is in (docs/benchmarks.md "History").
+        n, b, many_n = cfg.enqueue_n, cfg.enqueue_batch, cfg.enqueue_n * 10
+        if with_ours and self.guarded("enqueue seed", work.build, many_n) is None:
+            with_ours = with_many = False
+        with_pc = self.guarded("procrastinate seed", peer.build, many_n) is not None
+        with_pq = self.guarded("pgqueuer seed", pgq.build, many_n) is not None
+        plan = ([("ours", 1, work.enqueue_rate, n)] if with_ours else []) \
+            + ([("ours", b, work.enqueue_rate, many_n)] if with_many else []) \
+            + ([("procrastinate", 1, peer.defer_rate, n),
+                ("procrastinate", b, peer.defer_rate, many_n)] if with_pc else []) \
+            + ([("pgqueuer", 1, pgq.enqueue_rate, n),
+                ("pgqueuer", b, pgq.enqueue_rate, many_n)] if with_pq else [])
+        for rnd in range(cfg.rounds):
+            for impl, batch, fn, count in (plan if rnd % 2 == 0 else plan[::-1]):
+                out = self.guarded(f"enqueue {impl} batch {batch}", fn, count, batch)
                 if out:
-                    self.results["enqueue"].append({"impl": "ours", "round": rnd, **out})
-            if with_peer and cfg.enqueue_n:
-                out = self.guarded("defer procrastinate", peer.defer_rate, cfg.enqueue_n)
+                    self.results["enqueue"].append(
+                        {"impl": impl, "batch": batch, "round": rnd, **out})
+                    common.log(f"enqueue r{rnd} {impl:13} batch {batch:<3} "
+                               f"{out['rate']:8.0f}/s ({_per_item(out)} statements/item)")
+        for name in (work.LOADED, peer.TEMPLATE, peer.LOADED, pgq.TEMPLATE, pgq.LOADED):
+            common.drop_db(name)
+
+    def io_scenario(self, with_ours: bool) -> None:
+        """I/O-bound Work (50 ms sleep), one process at concurrency 20, ours and Procrastinate."""
+        cfg = self.cfg
+        has_option = with_ours and self.guarded("io probe", io.available)
+        if not has_option:
+            self.results["errors"].append(
+                "io ours: not available (this checkout's process_work has no --concurrency)")
+        elif self.guarded("io seed", io.build, cfg.io_items) is None:
+            has_option = False
+        with_peer = self.guarded("io peer schema", peer.build_schema) is not None and \
+            self.guarded("io peer seed", io.build_peer, cfg.io_items) is not None
+        runs = ([("ours", io.run_ours, cfg.io_items)] if has_option else []) + \
+               ([("procrastinate", io.run_peer, cfg.io_seconds)] if with_peer else [])
+        for rnd in range(cfg.rounds):
+            for impl, fn, arg in (runs if rnd % 2 == 0 else runs[::-1]):
+                out = self.guarded(f"io {impl}", fn, arg)
                 if out:
-                    self.results["enqueue"].append({"impl": "procrastinate", "round": rnd,
-                                                    **out})
-        for name in (work.LOADED, peer.TEMPLATE, peer.LOADED):
+                    self.results["io"].append({"impl": impl, "round": rnd,
+                                               "concurrency": io.CONCURRENCY, **out})
+                    common.log(f"io r{rnd} {impl:13} c{io.CONCURRENCY} {out['rate']:8.0f}/s "
+                               f"({out['count']} in {out['elapsed']:.1f}s, "
+                               f"{_per_item(out)} statements/item)")
+        for name in (io.LOADED, peer.TEMPLATE, peer.SLEEP_LOADED):
             common.drop_db(name)
 
     def binding_experiment(self) -> None:
@@ -218,6 +306,11 @@ class Bench:
             common.drop_db(scale.loaded_db(total))
 
 
+def _per_item(out: dict) -> str:
+    v = out.get("statements_per_item")
+    return "?" if v is None else f"{v:.2f}"
+
+
 def _commit() -> str:
     """HEAD of the work tree, with "+dirty" when the runtime had uncommitted changes."""
     import subprocess
@@ -248,10 +341,24 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated subset of {','.join(SCENARIOS + EXPERIMENTS)}")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results",
                         help="folder for latest.json / latest.md / latest.png")
+    parser.add_argument("--sched-configs", default=None, metavar="PxN[,PxN...]",
+                        help="schedule scenario configurations: processes x max_schedules "
+                             "(e.g. 1x100,2x100)")
+    parser.add_argument("--schedule-batch", type=int, default=None, metavar="N",
+                        help="DURABLE_SCHEDULE['SCHEDULE_BATCH'] in ours (1: one transaction "
+                             "per schedule; default: the runtime's)")
     args = parser.parse_args(argv)
     cfg = QUICK if args.quick else FULL
     if args.rounds is not None:
         cfg.rounds = max(1, args.rounds)
+    if args.sched_configs:
+        try:
+            cfg.sched_configs = tuple(tuple(int(x) for x in part.split("x"))
+                                      for part in args.sched_configs.split(","))
+        except ValueError:
+            parser.error("--sched-configs takes PxN pairs, e.g. 1x100,2x100")
+    if args.schedule_batch is not None:
+        os.environ["BENCH_SCHEDULE_BATCH"] = str(args.schedule_batch)  # read by the children
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     unknown = only - set(SCENARIOS + EXPERIMENTS)
     if unknown:

@@ -155,6 +155,9 @@ def setup_django(url: str) -> None:
         # so a repeated statement is parsed and planned once per connection.
         options = settings.DATABASES["default"].setdefault("OPTIONS", {})
         options.update(server_side_binding=True, prepare_threshold=5)
+    if os.environ.get("BENCH_SCHEDULE_BATCH"):
+        settings.DURABLE_SCHEDULE = {**getattr(settings, "DURABLE_SCHEDULE", {}),
+                                     "SCHEDULE_BATCH": int(os.environ["BENCH_SCHEDULE_BATCH"])}
     # The runtime logs every pass at INFO; at bench rates that is console I/O we do not measure.
     logging.getLogger("durable_schedule").setLevel(logging.WARNING)
 

@@ -70,6 +70,58 @@ def enqueue_one(scope: str, i: int) -> None:
                                   payload={})
 
 
+def enqueue_many_fn():
+    """``work.enqueue_many`` (None before it existed: the scenario then says so)."""
+    try:
+        from durable_schedule.work import enqueue_many
+    except ImportError:
+        return None
+    return enqueue_many
+
+
+def enqueue_batch(scope: str, b: int, size: int) -> None:
+    """``size`` Work accepted by one ``enqueue_many`` in its own transaction."""
+    from django.db import transaction
+
+    d = noop_definition()
+    requests = [d.request(command=f"cmd-{b}-{i}", idempotency_key=f"key-{b}-{i}", payload={})
+                for i in range(size)]
+    with transaction.atomic():
+        enqueue_many_fn()(scope, requests)
+
+
+_SLEEP = None
+
+
+def sleep_definition(seconds: float):
+    """An I/O-bound Work definition: the executor sleeps ``seconds`` (an HTTP call's wait)."""
+    global _SLEEP
+    if _SLEEP is None:
+        import time
+
+        from durable_schedule.work.registry import define
+        from durable_schedule.work.safety import ProviderSafety
+
+        definition = define("bench.sleep", version="v1", safety=ProviderSafety.IDEMPOTENT)
+
+        @definition.executor
+        def _sleep(ctx, payload):
+            time.sleep(payload["seconds"])
+            return None
+
+        _SLEEP = definition
+    return _SLEEP
+
+
+def concurrency_option() -> bool:
+    """Whether this checkout's ``process_work`` has ``--concurrency`` (another part of the
+    runtime builds it; the I/O scenario reports "not available" without it)."""
+    from durable_schedule.management.commands.process_work import Command
+
+    parser = Command().create_parser("manage.py", "process_work")
+    return any("--concurrency" in a.option_strings for a in parser._actions)
+
+
 def work_pass_fn():
     """``process_work_pass`` with the runtime's defaults (claim batch, heartbeat)."""
     try:
@@ -102,14 +154,21 @@ def prototypes_child(barrier, url: str) -> dict:
         from durable_schedule import schedules
 
         caps["schedules_create"] = callable(schedules.create) and caps["define"]
+        # The cron variant of materialization (cost per occurrence vs Every) needs
+        # schedules.Cron, which another part of the runtime builds: reported, never faked.
+        caps["cron"] = hasattr(schedules, "Cron")
     except Exception:  # noqa: BLE001
-        caps["schedules_create"] = False
+        caps["schedules_create"] = caps["cron"] = False
     barrier.wait(60)
     if caps["schedules_create"]:
         target = noop_definition().target(payload={})
         for schedule_id, interval in seed.PROTOTYPES:
             schedules.create(scope=seed.SCOPE, schedule_id=schedule_id,
                              spec=schedules.Every(interval), target=target)
+        if caps["cron"]:
+            # Due at the same instants as proto-due (every hour on the hour from T0).
+            schedules.create(scope=seed.SCOPE, schedule_id=seed.CRON_PROTOTYPE,
+                             spec=schedules.Cron("0 * * * *"), target=target)
     if caps["define"]:
         noop_definition().enqueue(scope=seed.SCOPE, command=seed.PROTO_WORK,
                                   idempotency_key="proto", payload={})

@@ -18,6 +18,10 @@ TARGETS = {
     "schedule_vs_raw": 0.5,   # materialization >= 50 % of the raw ceiling
     "work_vs_peer": 1.0,      # Work throughput >= Procrastinate's
     "scale_ratio": 1.5,       # per-pass cost 1M / 1k below 1.5
+    "enqueue_vs_peer": 1.0,   # one enqueue per transaction >= Procrastinate's defer
+    "many_vs_single": 10.0,   # enqueue_many of 100 >= 10x the single-item rate
+    "io_rate": 300.0,         # I/O-bound 50 ms, concurrency 20: >= 300 jobs/s
+    "io_vs_peer": 1.0,        # ... and >= Procrastinate at concurrency 20
 }
 
 
@@ -58,7 +62,16 @@ def summarize(results: dict) -> dict:
     for r in sched + results.get("work", []):
         if r.get("statements_per_item") is not None:
             key = f"{'work' if 'workers' in r else 'schedule'}|{r['impl']}"
+            if "workers" in r:
+                key += f"|{r['workers']}"
             s["statements"].setdefault(key, []).append(r["statements_per_item"])
+    for r in results.get("enqueue", []):
+        if r.get("statements_per_item") is not None:
+            s["statements"].setdefault(f"enqueue|{r['impl']}|{r.get('batch', 1)}", []).append(
+                r["statements_per_item"])
+    for r in results.get("io", []):
+        if r.get("statements_per_item") is not None:
+            s["statements"].setdefault(f"io|{r['impl']}", []).append(r["statements_per_item"])
     s["statements"] = {k: summary(v) for k, v in s["statements"].items()}
     s["schedule_vs_raw"] = {f"{p}|{b}": v for (p, b), v in
                             _ratios(sched, ("procs", "batch"), "ours", "raw").items()}
@@ -73,6 +86,8 @@ def summarize(results: dict) -> dict:
     s["work"] = {f"{i}|{w}": summary(v) for (i, w), v in sorted(wg.items())}
     s["work_vs_peer"] = {str(w[0]): v for w, v in
                          _ratios(work, ("workers",), "ours", "procrastinate").items()}
+    s["work_vs_pgqueuer"] = {str(w[0]): v for w, v in
+                             _ratios(work, ("workers",), "ours", "pgqueuer").items()}
 
     binding = results.get("binding", [])
     s["binding"] = {
@@ -80,9 +95,29 @@ def summarize(results: dict) -> dict:
                       "server_side_binding", "default").get((what,), summary([]))
         for what in sorted({r["what"] for r in binding})}
     eq: dict[str, list[float]] = defaultdict(list)
-    for r in results.get("enqueue", []):
-        eq[r["impl"]].append(r["rate"])
+    enq = [{**r, "batch": r.get("batch", 1)} for r in results.get("enqueue", [])]
+    for r in enq:
+        eq[f"{r['impl']}|{r['batch']}"].append(r["rate"])
     s["enqueue"] = {k: summary(v) for k, v in eq.items()}
+    s["enqueue_vs_peer"] = {str(b[0]): v for b, v in
+                            _ratios(enq, ("batch",), "ours", "procrastinate").items()}
+    s["enqueue_vs_pgqueuer"] = {str(b[0]): v for b, v in
+                                _ratios(enq, ("batch",), "ours", "pgqueuer").items()}
+    ours_enq = [{**r, "kind": "many" if r["batch"] > 1 else "single"} for r in enq
+                if r["impl"] == "ours"]
+    s["many_vs_single"] = _ratios(ours_enq, ("impl",), "many", "single", field="kind").get(
+        ("ours",), summary([]))
+    cron = results.get("schedule_cron", [])
+    s["cron"] = {k: summary([r["rate"] for r in cron if r["impl"] == k]) for k in ("every", "cron")
+                 if any(r["impl"] == k for r in cron)}
+    # cost per occurrence of Cron relative to Every = every rate / cron rate, per round
+    s["cron_cost"] = _cron_cost(cron)
+    iog: dict[str, list[float]] = defaultdict(list)
+    for r in results.get("io", []):
+        iog[r["impl"]].append(r["rate"])
+    s["io"] = {k: summary(v) for k, v in iog.items()}
+    s["io_vs_peer"] = _ratios(results.get("io", []), ("concurrency",), "ours",
+                              "procrastinate").get((20,), summary([]))
 
     scale = results.get("scale", [])
     sg: dict[tuple, list[dict]] = defaultdict(list)
@@ -105,6 +140,14 @@ def summarize(results: dict) -> dict:
             vals = [v[max(v)] / v[min(v)] for v in per_round.values() if len(v) > 1]
             s["scale_ratio"][f"{impl}|{metric}"] = summary(vals)
     return s
+
+
+def _cron_cost(rows: list[dict]) -> dict:
+    by: dict[int, dict[str, float]] = defaultdict(dict)
+    for r in rows:
+        by[r["round"]][r["impl"]] = r["rate"]
+    return summary([v["every"] / v["cron"] for v in by.values() if v.get("every") and
+                    v.get("cron")])
 
 
 def _scan_node(line: str) -> str:
@@ -139,23 +182,54 @@ def table(results: dict, s: dict) -> str:
                   f"raw {_mmm(st.get('schedule|raw', {}), 2)}, "
                   f"raw batched {_mmm(st.get('schedule|raw_batched', {}), 2)}; psycopg adds "
                   "a BEGIN and a COMMIT round trip per transaction of ours.", ""]
+    if s.get("cron"):
+        lines += ["**Cron variant** (ours `process_due`, 1 process × max_schedules 100, the "
+                  "same hourly due set as Every): "
+                  + ", ".join(f"{k} {_mmm(v)}/s" for k, v in s["cron"].items())
+                  + f"; cost per occurrence Cron / Every {_mmm(s.get('cron_cost', {}), 2)}", ""]
     if s.get("work"):
         lines += [f"**Work throughput** (no-op, {meta.get('work_items', '?')} items; "
                   "succeeded per second)", "",
-                  "| workers | ours `process_work_pass` | Procrastinate | ours / Procrastinate |",
-                  "|---|---|---|---|"]
+                  "| workers | ours `process_work_pass` | Procrastinate | pgqueuer (batch 10) "
+                  "| ours / Procrastinate | ours / pgqueuer | statements per item: ours, "
+                  "Procrastinate, pgqueuer |",
+                  "|---|---|---|---|---|---|---|"]
+        st = s.get("statements", {})
         for w in sorted({int(k.split("|")[1]) for k in s["work"]}):
+            per = ", ".join(_mmm(st.get(f"work|{i}|{w}", {}), 2)
+                            for i in ("ours", "procrastinate", "pgqueuer"))
             lines.append(f"| {w} | {_mmm(s['work'].get(f'ours|{w}', {}))} "
                          f"| {_mmm(s['work'].get(f'procrastinate|{w}', {}))} "
-                         f"| {_mmm(s['work_vs_peer'].get(str(w), {}), 2)} |")
-        st = s.get("statements", {}).get("work|ours")
-        if st:
-            lines += ["", f"Statements per Work item, ours: {_mmm(st, 1)} (plus BEGIN/COMMIT "
-                      "per transaction); Procrastinate: 2 (fetch, finish)."]
-        lines.append("")
+                         f"| {_mmm(s['work'].get(f'pgqueuer|{w}', {}))} "
+                         f"| {_mmm(s['work_vs_peer'].get(str(w), {}), 2)} "
+                         f"| {_mmm(s['work_vs_pgqueuer'].get(str(w), {}), 2)} | {per} |")
+        lines += ["", "Statements: psycopg cursor calls per item (one hook for all three); "
+                  "psycopg's BEGIN/COMMIT are not cursor calls and come on top.", ""]
     if s.get("enqueue"):
-        lines += ["**Acceptance rate** (one item per transaction, 1 process, per second): "
-                  + ", ".join(f"{k} {_mmm(v)}" for k, v in sorted(s["enqueue"].items())), ""]
+        st = s.get("statements", {})
+        lines += ["**Acceptance** (1 process; each call in its own transaction; items per "
+                  "second; statements per item)", "",
+                  "| batch | ours `enqueue` / `enqueue_many` | Procrastinate `defer` / "
+                  "`batch_defer` | pgqueuer `enqueue` | ours / Procrastinate | ours / pgqueuer "
+                  "| statements per item: ours, Procrastinate, pgqueuer |",
+                  "|---|---|---|---|---|---|---|"]
+        for b in sorted({int(k.split("|")[1]) for k in s["enqueue"]}):
+            per = ", ".join(_mmm(st.get(f"enqueue|{i}|{b}", {}), 2)
+                            for i in ("ours", "procrastinate", "pgqueuer"))
+            lines.append(f"| {b} | {_mmm(s['enqueue'].get(f'ours|{b}', {}))} "
+                         f"| {_mmm(s['enqueue'].get(f'procrastinate|{b}', {}))} "
+                         f"| {_mmm(s['enqueue'].get(f'pgqueuer|{b}', {}))} "
+                         f"| {_mmm(s['enqueue_vs_peer'].get(str(b), {}), 2)} "
+                         f"| {_mmm(s['enqueue_vs_pgqueuer'].get(str(b), {}), 2)} | {per} |")
+        lines += ["", f"ours `enqueue_many` / ours `enqueue` (per round): "
+                  f"{_mmm(s.get('many_vs_single', {}), 1)}", ""]
+    if s.get("io"):
+        st = s.get("statements", {})
+        lines += ["**I/O-bound Work** (each item sleeps 50 ms; one process, concurrency 20; "
+                  "succeeded per second; limit 400): "
+                  + ", ".join(f"{k} {_mmm(v)} ({_mmm(st.get(f'io|{k}', {}), 2)} statements "
+                              "per item)" for k, v in sorted(s["io"].items()))
+                  + f"; ours / Procrastinate {_mmm(s.get('io_vs_peer', {}), 2)}", ""]
     if s.get("scale"):
         lines += ["**Scale** (1,000 due among N schedules; claim of 100 and pass of 100, ms)",
                   "", "| total | claim (function) | pass, ours | pass, raw |", "|---|---|---|---|"]
@@ -205,6 +279,27 @@ def targets(s: dict) -> list[str]:
         worst = min(v["median"] for v in wv.values() if v["n"])
         ok = "met" if worst >= TARGETS["work_vs_peer"] else "NOT met"
         out.append(f"Work ours/Procrastinate >= 1.0: {ok} (worst median {worst:.2f})")
+    pv = s.get("work_vs_pgqueuer", {})
+    if pv and any(v["n"] for v in pv.values()):
+        worst = min(v["median"] for v in pv.values() if v["n"])
+        ok = "met" if worst >= 1.0 else "NOT met"
+        out.append(f"Work ours/pgqueuer >= 1.0: {ok} (worst median {worst:.2f})")
+    ev = s.get("enqueue_vs_peer", {}).get("1")
+    if ev and ev["n"]:
+        ok = "met" if ev["median"] >= TARGETS["enqueue_vs_peer"] else "NOT met"
+        out.append(f"enqueue ours/Procrastinate defer >= 1.0: {ok} (median {ev['median']:.2f})")
+    mv = s.get("many_vs_single", {})
+    if mv.get("n"):
+        ok = "met" if mv["median"] >= TARGETS["many_vs_single"] else "NOT met"
+        out.append(f"enqueue_many(100) / enqueue >= 10: {ok} (median {mv['median']:.1f})")
+    io_ours = s.get("io", {}).get("ours")
+    if io_ours and io_ours["n"]:
+        ok = "met" if io_ours["median"] >= TARGETS["io_rate"] else "NOT met"
+        out.append(f"I/O-bound ours >= 300/s: {ok} (median {io_ours['median']:.0f})")
+    iv = s.get("io_vs_peer", {})
+    if iv.get("n"):
+        ok = "met" if iv["median"] >= TARGETS["io_vs_peer"] else "NOT met"
+        out.append(f"I/O-bound ours/Procrastinate >= 1.0: {ok} (median {iv['median']:.2f})")
     for key, v in s.get("scale_ratio", {}).items():
         if v["n"]:
             ok = "met" if v["median"] < TARGETS["scale_ratio"] else "NOT met"
@@ -232,12 +327,15 @@ def chart(results: dict, s: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.6))
     _bars(axes[0], s.get("schedule", {}), ["ours", "raw", "raw_batched"],
           lambda k: f"{k[1]}p × {k[2]}", "Schedules materialized per s (processes × batch)")
     axes[0].set_yscale("log")
-    _bars(axes[1], s.get("work", {}), ["ours", "procrastinate"],
+    _bars(axes[1], s.get("work", {}), ["ours", "procrastinate", "pgqueuer"],
           lambda k: f"{k[1]} worker(s)", "No-op Work / jobs run per s")
+    _bars(axes[3], s.get("enqueue", {}), ["ours", "procrastinate", "pgqueuer"],
+          lambda k: f"batch {k[1]}", "Acceptance: items accepted per s (1 process)")
+    axes[3].set_yscale("log")
     ax = axes[2]
     impls = sorted({k.split("|")[0] for k in s.get("scale", {})})
     for impl in impls:

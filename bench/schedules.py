@@ -23,22 +23,24 @@ import psycopg
 from bench import common, seed
 
 SEEDED_DB = common.PREFIX + "sched"
+CRON_DB = common.PREFIX + "sched_cron"
 RUN_DB = common.PREFIX + "sched_run"
 LEASE = "60 seconds"
 
 
-def build_template(n_due: int) -> str:
-    """Copy the prototype database and load ``n_due`` due Every schedules into it."""
-    url = common.create_db(SEEDED_DB, template=seed.PROTO_DB)
+def build_template(n_due: int, prototype: str = "proto-due", name: str = SEEDED_DB) -> str:
+    """Copy the prototype database and load ``n_due`` due copies of ``prototype`` into it
+    (Every by default; ``seed.CRON_PROTOTYPE`` for the cron variant, into ``CRON_DB``)."""
+    url = common.create_db(name, template=seed.PROTO_DB)
     with psycopg.connect(url) as conn:
-        seed.replicate(conn, "proto-due", "s", n_due)
+        seed.replicate(conn, prototype, "s", n_due)
         seed.drop_all_prototypes(conn)
         seed.history(conn, max(n_due, 10_000))
         common.set_clock(conn, seed.T_RUN)
         conn.autocommit = True
         conn.execute("vacuum analyze")
     _BASE.clear()
-    return SEEDED_DB
+    return name
 
 
 #: Rows the seeded database holds before a run (history), subtracted when verifying.
@@ -122,9 +124,10 @@ def ours_child(barrier, url: str, owner: str, batch: int, seconds: float, limit:
 
 
 # ----------------------------------------------------------------- one configuration
-def run_config(impl: str, procs: int, batch: int, seconds: float, limit: int) -> dict:
+def run_config(impl: str, procs: int, batch: int, seconds: float, limit: int,
+               template: str = SEEDED_DB) -> dict:
     """Fresh copy of the seeded database, ``procs`` processes of ``impl``; verified counts."""
-    url = common.create_db(RUN_DB, template=SEEDED_DB)
+    url = common.create_db(RUN_DB, template=template)
     try:
         per = [(url, f"bench-{impl}-{i}", batch) for i in range(procs)]
         if impl == "ours":

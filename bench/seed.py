@@ -119,6 +119,8 @@ def drop_prototypes(conn: psycopg.Connection, prototypes: list[str]) -> None:
 
 PROTOTYPES = (("proto-due", DUE_INTERVAL), ("proto-idle", IDLE_INTERVAL))
 PROTO_WORK = "proto-work"
+#: Created only when schedules.Cron exists: the cron variant of the schedule scenario.
+CRON_PROTOTYPE = "proto-cron"
 PROTO_DB = common.PREFIX + "proto"
 
 
@@ -142,7 +144,7 @@ def build_prototypes() -> dict[str, bool]:
 
 def drop_all_prototypes(conn: psycopg.Connection) -> None:
     """After copying: no prototype schedule or Work stays claimable."""
-    drop_prototypes(conn, [name for name, _ in PROTOTYPES])
+    drop_prototypes(conn, [name for name, _ in PROTOTYPES] + [CRON_PROTOTYPE])
     conn.execute("delete from durable_work_dispatch where work_ref in"
                  " (select id from durable_work where command_id = %s)", [PROTO_WORK])
     conn.commit()

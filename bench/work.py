@@ -14,7 +14,7 @@ import time
 
 import psycopg
 
-from bench import common, seed
+from bench import common, counting, seed
 
 LOADED = common.PREFIX + "work"
 RUN_DB = common.PREFIX + "work_run"
@@ -47,19 +47,19 @@ def worker_child(barrier, url: str, owner: str, max_items: int, seconds: float) 
     ours.noop_definition()
     work_pass = ours.work_pass_fn()
     connection.ensure_connection()
-    statements = ours.StatementCounter()
+    counting.install()
     barrier.wait(120)
+    start = counting.count()
     t0 = time.monotonic()
     deadline = t0 + seconds
     passes = 0
-    with connection.execute_wrapper(statements):
-        while time.monotonic() < deadline:
-            result = work_pass(max_items=max_items, lease_owner=owner)
-            passes += 1
-            if ours.work_claimed(result) == 0:
-                break
+    while time.monotonic() < deadline:
+        result = work_pass(max_items=max_items, lease_owner=owner)
+        passes += 1
+        if ours.work_claimed(result) == 0:
+            break
     return {"count": 0, "t0": t0, "t1": time.monotonic(), "passes": passes,
-            "statements": statements.count}
+            "statements": counting.count() - start}
 
 
 def run_workers(workers: int, seconds: float, max_items: int = 100) -> dict:
@@ -81,21 +81,61 @@ def run_workers(workers: int, seconds: float, max_items: int = 100) -> dict:
         common.drop_db(RUN_DB)
 
 
-def enqueue_child(barrier, url: str, n: int) -> dict:
+def enqueue_child(barrier, url: str, n: int, batch: int) -> dict:
     common.setup_django(url)
     from bench import ours
 
     ours.enqueue_one(seed.SCOPE, -1)
+    if batch > 1:
+        ours.enqueue_batch(seed.SCOPE, -1, 2)
+    counting.install()
     barrier.wait(60)
+    start = counting.count()
     t0 = time.monotonic()
-    for i in range(n):
-        ours.enqueue_one(seed.SCOPE, i)
-    return {"count": n, "t0": t0, "t1": time.monotonic()}
+    if batch == 1:
+        for i in range(n):
+            ours.enqueue_one(seed.SCOPE, i)
+    else:
+        for b in range(n // batch):
+            ours.enqueue_batch(seed.SCOPE, b, batch)
+    return {"count": n // batch * batch, "t0": t0, "t1": time.monotonic(),
+            "statements": counting.count() - start}
 
 
-def enqueue_rate(n: int) -> dict:
-    url = common.create_db(RUN_DB, template=common.TEMPLATE_DB)
+def enqueue_rate(n: int, batch: int = 1) -> dict:
+    """``enqueue`` (batch 1) or ``enqueue_many`` of ``batch``, each call in its own
+    ``transaction.atomic()``, one process, into a copy of the loaded Work database (a store
+    with rows and statistics, not an empty one: docs/benchmarks.md "History"); counts checked
+    in the database afterwards."""
+    url = common.create_db(RUN_DB, template=LOADED)
     try:
-        return common.combine(common.run_processes(enqueue_child, [(url, n)], timeout=300))
+        with psycopg.connect(url) as conn:
+            stored_before = conn.execute("select count(*) from durable_work").fetchone()[0]
+        before = counting.transactions(url)
+        results = common.run_processes(enqueue_child, [(url, n, batch)], timeout=300)
+        out = common.combine(results)
+        with psycopg.connect(url) as conn:
+            stored = conn.execute("select count(*) from durable_work").fetchone()[0]
+        stored -= stored_before
+        expected = out["count"] + (3 if batch > 1 else 1)  # the warm-up items
+        if stored != expected:
+            raise RuntimeError(f"{stored} Work stored, {expected} accepted")
+        out["statements_per_item"] = results[0]["statements"] / out["count"]
+        out["transactions_per_item"] = (counting.transactions(url) - before) / out["count"]
+        return out
     finally:
         common.drop_db(RUN_DB)
+
+
+def has_enqueue_many() -> bool:
+    """Whether this checkout has ``work.enqueue_many`` (checked in a child: Django)."""
+    url = common.db_url(common.TEMPLATE_DB)
+    return common.run_processes(_enqueue_many_child, [(url,)], timeout=120)[0]["available"]
+
+
+def _enqueue_many_child(barrier, url: str) -> dict:
+    common.setup_django(url)
+    from bench import ours
+
+    barrier.wait(60)
+    return {"count": 0, "t0": 0.0, "t1": 0.0, "available": ours.enqueue_many_fn() is not None}

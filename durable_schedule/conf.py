@@ -33,6 +33,14 @@ DEFAULTS: dict[str, Any] = {
     # transaction mode that cannot keep prepared statements (PgBouncer < 1.21, or without
     # ``max_prepared_statements``): docs/operations.md "Prepared statements and poolers".
     "PREPARE_STATEMENTS": True,
+    # How long a --loop runner waits for the database to come back after a connection loss
+    # (failover, pooler restart) before it exits with DS405: docs/operations.md "Failover and
+    # database outages".
+    "OUTAGE_TOLERANCE_SECONDS": 300.0,
+    # Claimed schedules of one scope processed in one transaction by a schedule pass
+    # (docs/operations.md "Batched schedule passes"); 1 turns batching off (one transaction
+    # per schedule). At most 1000, the claim's own bound.
+    "SCHEDULE_BATCH": 100,
     # Health (docs/operations.md "Health: heartbeats and thresholds"). A --loop runner writes
     # its heartbeat every HEARTBEAT_SECONDS; one silent for RUNNER_DEAD_SECONDS is dead.
     "HEARTBEAT_SECONDS": 10.0,
@@ -74,6 +82,14 @@ def max_idle_seconds() -> float:
 
 def prepare_statements() -> bool:
     return bool(_get("PREPARE_STATEMENTS"))
+
+
+def outage_tolerance_seconds() -> float:
+    return float(_get("OUTAGE_TOLERANCE_SECONDS"))
+
+
+def schedule_batch() -> int:
+    return int(_get("SCHEDULE_BATCH"))
 
 
 def heartbeat_seconds() -> float:
@@ -130,9 +146,16 @@ def validate() -> None:
         raise ValueError("DURABLE_SCHEDULE['SAFETY_WINDOW'] must be a positive timedelta")
     if not isinstance(_get("PREPARE_STATEMENTS"), bool):
         raise ValueError("DURABLE_SCHEDULE['PREPARE_STATEMENTS'] must be True or False")
+    batch = _get("SCHEDULE_BATCH")
+    if type(batch) is not int or not 1 <= batch <= 1000:
+        raise ValueError("DURABLE_SCHEDULE['SCHEDULE_BATCH'] must be an integer from 1 to 1000")
     _validate_default_scope(default_scope())
     if max_idle_seconds() <= 0:
         raise ValueError("DURABLE_SCHEDULE['MAX_IDLE_SECONDS'] must be positive")
+    tolerance = _get("OUTAGE_TOLERANCE_SECONDS")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or tolerance < 0:
+        raise ValueError("DURABLE_SCHEDULE['OUTAGE_TOLERANCE_SECONDS'] must be a number of "
+                         "seconds >= 0 (0: exit at the first outage)")
     _validate_health()
     try:
         scopes = admin_scopes()

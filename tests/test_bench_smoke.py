@@ -51,3 +51,30 @@ def test_raw_ceiling__materializes_every_due_schedule_once(committed_clock, pg_f
     again, _ = schedules.materialize_raw(conn, queries, "bench-smoke", batch, batched_write,
                                          seconds=30.0, limit=10 * DUE)
     assert again == 0
+
+
+def test_statement_counter__counts_each_cursor_call_once(pg_factory):
+    from bench import counting
+
+    conn = pg_factory(autocommit=True)
+    counting.install()
+    counting.install()  # idempotent: a second install must not double-count
+    start = counting.count()
+    conn.execute("select 1")
+    with conn.cursor() as cur:
+        cur.execute("select 2")
+        cur.executemany("select %s", [(1,), (2,)])
+    assert counting.count() - start == 3
+
+
+def test_report__acceptance_ratios_are_computed_within_each_round():
+    from bench import report
+
+    rows = [{"impl": impl, "batch": batch, "round": rnd, "rate": rate}
+            for rnd, rates in enumerate([(100, 1500, 80), (200, 2200, 250)])
+            for impl, batch, rate in (("ours", 1, rates[0]), ("ours", 100, rates[1]),
+                                      ("procrastinate", 1, rates[2]))]
+    s = report.summarize({"enqueue": rows})
+    assert s["many_vs_single"]["median"] == (15.0 + 11.0) / 2
+    assert s["enqueue_vs_peer"]["1"]["min"] == 0.8 and s["enqueue_vs_peer"]["1"]["max"] == 1.25
+    assert "enqueue_many(100) / enqueue >= 10: met" in "\n".join(report.targets(s))

@@ -21,8 +21,15 @@ Order of the rules, each pinned by a test in ``tests/evaluation/test_decision.py
    occurrence already exists (``slot.pending_coalesced_last is not None``). The second case
    keeps order and "at most one queued": once the slot frees, the pending coalesced occurrence
    runs first and absorbs the instants that arrived meanwhile, instead of a newer nominal
-   occurrence overtaking it or running beside it. ``skipped`` stays ``skipped`` even when the
-   slot is occupied: nothing would run anyway, so the skip policy wins.
+   occurrence overtaking it or running beside it.
+
+   A missed range under ``skip`` (``skipped``) also becomes ``coalesce`` when a pending
+   coalesced occurrence exists, and only then. That pending occurrence's last instant only moves
+   forward, so a skipped range recorded behind it would end up *inside* its range once the next
+   instant is absorbed, and those instants would be covered twice (skipped and run). Absorbing
+   adds no run (one is already queued), so the skip policy's promise, no catch-up run for a
+   missed range, still holds. With the slot occupied and nothing pending, ``skipped`` stays
+   ``skipped``: nothing would run anyway and a later coalesced occurrence starts after it.
 
 For ``coalesce`` the decision reports the NEW instants only; the caller merges them: if no
 pending coalesced occurrence exists it creates one with identity ``first`` and range

@@ -25,6 +25,11 @@ def apply(action: str, overlap: str, *, occupied: bool, pending: bool) -> tuple[
     misfire ``skipped``). ``occupied``: a nonterminal Work of the schedule holds the slot;
     ``pending``: a pending coalesced occurrence exists (only ``queue_one`` makes those).
     """
+    if pending:
+        # A pending coalesced occurrence absorbs every new instant, a skipped range included:
+        # its last instant only moves forward, so anything recorded beside it would later fall
+        # inside its range (evaluation/decision.py rule 4).
+        return "coalesce", None
     if action not in WORK_ACTIONS:
         return action, ("misfire" if action == "skipped" else None)
     if overlap == "allow_all":
@@ -32,7 +37,7 @@ def apply(action: str, overlap: str, *, occupied: bool, pending: bool) -> tuple[
     if overlap == "skip":
         return ("skipped", "overlap") if occupied else (action, None)
     # queue_one: keep order and "at most one queued" (see evaluation/decision.py rule 4).
-    if occupied or pending:
+    if occupied:
         return "coalesce", None
     return action, None
 

@@ -2,8 +2,10 @@
 docs/protocol/schedules.md).
 
 ``process_due()`` is one bounded pass: trusted dispatcher claims (``dispatcher``), then one
-scoped runtime transaction per claimed schedule (``step``) that bridges due occurrences to Work
-(``bridge``). ``manage.py process_schedules`` runs it from cron, a systemd timer or a k8s CronJob.
+scoped runtime transaction per batch of claimed schedules of one scope (``batch``, Work bridged
+by ``batch_work``), or per schedule (``step``, Work bridged by ``bridge``); both decide through
+``evaluate``. ``manage.py process_schedules`` runs it from cron, a systemd timer or a k8s
+CronJob.
 """
 
 from durable_schedule.processor.processor import PassCounts, process_due

@@ -4,11 +4,14 @@ processing API"; docs/protocol/schedules.md rule S8). This is the River-style ``
 
 The pass alternates two transaction forms and never mixes them: a dispatcher claim (its own
 committed transaction as ``durable_dispatcher``, up to ``min(remaining, claim_batch)`` rows
-per statement, at most 1000), then one scoped runtime transaction per claimed schedule. Each
-schedule's decision commits on its own, so a failure of one schedule never undoes another's
-committed fact; the error propagates (with the schedule's identity and phase, see
-``step.process_claim``) and the leases this pass still held expire after their duration, when
-another pass takes the rows over.
+per statement, at most 1000), then scoped runtime transactions for the claimed schedules: the
+claims of one scope in batches of ``SCHEDULE_BATCH``, one transaction per batch with
+multi-row statements (``batch.py``), or one transaction per schedule (``step.py``) when the
+batch size is 1, when a batch rolls back (every schedule of it then runs alone) and for a
+schedule the batch could not evaluate (quarantined alone). A failure of one schedule never
+undoes another's committed fact and does not keep the others the pass holds from their
+progress; its error is raised at the end of the pass (with the schedule's identity and phase,
+see ``step.process_claim``).
 
 Cancellation (a ``threading.Event``, a callable returning bool, or None) is observed before
 every claim statement, i.e. before taking any new lease. Schedules already leased by this pass
@@ -24,18 +27,23 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
+from functools import partial
 from typing import Any
+
+from django.db import DataError, IntegrityError
 
 from durable_schedule import conf
 from durable_schedule.errors import DurableError, InvalidArgument
 from durable_schedule.observability.metrics import instrumented_pass
-from durable_schedule.processor.dispatcher import MAX_ROWS, claim, validate_lease
+from durable_schedule.processor.batch import process_batch
+from durable_schedule.processor.dispatcher import MAX_ROWS, Claim, claim, validate_lease
 from durable_schedule.processor.step import (
     ScheduleOutcome,
     is_quarantinable,
     process_claim,
     quarantine_claim,
 )
+from durable_schedule.runner.retry import run_with_retry
 
 log = logging.getLogger("durable_schedule.processor")
 
@@ -113,6 +121,20 @@ def _cancelled(cancel: Any) -> Callable[[], bool]:
     raise InvalidArgument("cancel must be a threading.Event, a callable or None", field="cancel")
 
 
+def _process_claim_with_retry(one, owner: str, using: str | None) -> ScheduleOutcome:
+    """The scoped transaction of one claim, retried under the claim it still holds.
+
+    A transient failure (lock or statement timeout, a cut connection, a serialization failure)
+    rolled the transaction back, but the claim committed before it and still leases the row:
+    re-running the whole pass would claim nothing and report an idle pass (issue 11 item 6).
+    So the same claim is retried here with the pinned backoff (docs/operations.md "Faults"),
+    and when the retries are exhausted RetriesExhausted (DS405) names the schedule and phase.
+    """
+    return run_with_retry(
+        "schedule.step", lambda: process_claim(one, owner, using=using),
+        identity={"schedule_id": one.schedule_id, "routing_id": one.routing_id})
+
+
 @instrumented_pass("schedule")  # metrics + span (docs/operations.md "Metrics")
 def process_due(
     max_schedules: int = 1,
@@ -121,6 +143,7 @@ def process_due(
     cancel: Any = None,
     *,
     claim_batch: int | None = None,
+    batch_size: int | None = None,
     using: str | None = None,
 ) -> PassCounts:
     """Process at most ``max_schedules`` due schedules and return the pass's counts.
@@ -128,9 +151,16 @@ def process_due(
     ``lease_owner`` defaults to ``host:pid``; ``lease_duration`` to
     ``DURABLE_SCHEDULE['LEASE_SECONDS']``. Each claim statement takes
     ``min(remaining, claim_batch or 1000)`` rows; a smaller ``claim_batch`` shares a large due
-    set between concurrent processes sooner and holds fewer leases at a time. Must not run
+    set between concurrent processes sooner and holds fewer leases at a time. The claimed
+    schedules of one scope are processed ``batch_size`` at a time in one transaction (default
+    ``DURABLE_SCHEDULE['SCHEDULE_BATCH']``; 1: one transaction per schedule). Must not run
     inside a caller's atomic block (each transaction commits on its own). Never waits for Work
     and never performs provider I/O.
+
+    A schedule that fails with an error of its own (a conflict, a row the store refuses) does
+    not stop the others this pass already holds: they are processed, then the first such error
+    is raised (no new claim is taken after it). A database error that a retry may cure (a lost
+    connection, a deadlock) is raised at once; the runner retries the pass.
     """
     if type(max_schedules) is not int or max_schedules < 1:
         raise InvalidArgument("max_schedules must be a positive integer",
@@ -139,35 +169,118 @@ def process_due(
                                     or not 1 <= claim_batch <= MAX_ROWS):
         raise InvalidArgument(f"claim_batch must be an integer between 1 and {MAX_ROWS}",
                               field="claim_batch", got=repr(claim_batch)[:80])
+    if batch_size is not None and (type(batch_size) is not int
+                                   or not 1 <= batch_size <= MAX_ROWS):
+        raise InvalidArgument(f"batch_size must be an integer between 1 and {MAX_ROWS}",
+                              field="batch_size", got=repr(batch_size)[:80])
+    per_batch = conf.schedule_batch() if batch_size is None else batch_size
     batch = MAX_ROWS if claim_batch is None else claim_batch
     owner = default_lease_owner() if lease_owner is None else lease_owner
     duration = timedelta(seconds=conf.lease_seconds()) if lease_duration is None \
         else lease_duration
     owner, duration = validate_lease(owner, duration)
     cancelled = _cancelled(cancel)
-    counts = PassCounts()
+    run = _Pass(owner, per_batch, using)
+    counts = run.counts
     remaining = max_schedules
     while remaining > 0 and not cancelled():
         wanted = min(remaining, batch, MAX_ROWS)
         claims = claim(owner, duration, wanted, using=using)
         counts.claimed += len(claims)
         remaining -= len(claims)
-        for one in claims:
+        run.process(claims)
+        if run.failure is not None or len(claims) < wanted:
+            break  # nothing else is due now (or other passes hold it), or a schedule failed
+    if run.failure is not None:
+        if isinstance(run.failure, DurableError):
+            run.failure.context.setdefault("pass_counts", counts.as_dict())
+        raise run.failure
+    return counts
+
+
+#: Errors that belong to one schedule: the others of the pass still make their progress.
+_OWN_ERRORS = (DurableError, IntegrityError, DataError)
+
+
+class _Pass:
+    """The claims of one pass, processed batch by batch (or alone), outcomes in claim order."""
+
+    def __init__(self, owner: str, per_batch: int, using: str | None) -> None:
+        self.owner, self.per_batch, self.using = owner, per_batch, using
+        self.counts = PassCounts()
+        self.failure: BaseException | None = None
+
+    def process(self, claims: list[Claim]) -> None:
+        done: dict[Claim, ScheduleOutcome] = {}
+        for group in _groups(claims, self.per_batch):
+            if self.per_batch == 1:
+                self._alone(group[0], done)
+                continue
             try:
-                outcome = process_claim(one, owner, using=using)
+                # A transient failure is retried for the same claims, which still lease their
+                # rows (issue 11 item 6); run_with_retry raises DS405 once its retries are spent.
+                result = run_with_retry(
+                    "schedule.batch", partial(process_batch, group, self.owner, using=self.using),
+                    identity={"routing_id": group[0].routing_id, "batch": len(group)})
+            except Exception as exc:
+                # The batch rolled back whole (after its retries, for a transient error): every
+                # schedule of it is processed alone, with its own retries, so the one that
+                # failed fails alone -- named, with its phase -- and the others make progress.
+                log.warning("batch of %d schedules rolled back (%s: %s); processing them one by "
+                            "one", len(group), type(exc).__name__,
+                            (str(exc).splitlines() or [""])[0][:200],
+                            extra={"routing_id": group[0].routing_id, "batch": len(group)})
+                for one in group:
+                    self._alone(one, done)
+                continue
+            done.update(result.outcomes)
+            for one in result.deferred:
+                self._alone(one, done)
+        for one in claims:
+            if one in done:
+                self._record(done[one])
+
+    def _alone(self, one: Claim, done: dict[Claim, ScheduleOutcome]) -> None:
+        try:
+            try:
+                outcome = _process_claim_with_retry(one, self.owner, self.using)
             except DurableError as exc:
                 if not is_quarantinable(exc):
-                    exc.context.setdefault("pass_counts", counts.as_dict())
                     raise
                 # A row this code cannot evaluate is quarantined; the pass goes on
                 # (docs/protocol/runner.md).
-                outcome = quarantine_claim(one, owner, exc, using=using)
-            counts.record(outcome)
-            log.debug("schedule %s/%s: %s", outcome.scope_id, outcome.schedule_id,
-                      outcome.action, extra={
-                          "scope_id": outcome.scope_id, "schedule_id": outcome.schedule_id,
-                          "action": outcome.action, "reason": outcome.reason,
-                          "work_id": str(outcome.work_id) if outcome.work_id else None})
-        if len(claims) < wanted:
-            break  # nothing else is due now (or other passes hold it)
-    return counts
+                outcome = quarantine_claim(one, self.owner, exc, using=self.using)
+        except _OWN_ERRORS as exc:
+            if is_transient(exc):
+                raise
+            if self.failure is None:
+                self.failure = exc
+            log.warning("schedule %s (routing id %s) failed, the pass goes on: %s",
+                        one.schedule_id, one.routing_id, exc,
+                        extra={"schedule_id": one.schedule_id, "routing_id": one.routing_id})
+            return
+        done[one] = outcome
+
+    def _record(self, outcome: ScheduleOutcome) -> None:
+        self.counts.record(outcome)
+        log.debug("schedule %s/%s: %s", outcome.scope_id, outcome.schedule_id,
+                  outcome.action, extra={
+                      "scope_id": outcome.scope_id, "schedule_id": outcome.schedule_id,
+                      "action": outcome.action, "reason": outcome.reason,
+                      "work_id": str(outcome.work_id) if outcome.work_id else None})
+
+
+def _groups(claims: list[Claim], size: int) -> list[list[Claim]]:
+    """The claims by routing id (first appearance order), in chunks of at most ``size``."""
+    by_scope: dict[int, list[Claim]] = {}
+    for one in claims:
+        by_scope.setdefault(one.routing_id, []).append(one)
+    return [group[i:i + size] for group in by_scope.values()
+            for i in range(0, len(group), size)]
+
+
+def is_transient(exc: BaseException) -> bool:
+    """The runner's classification (runner/retry.py): a retry of the pass may cure it."""
+    from durable_schedule.runner.retry import is_transient as classify
+
+    return classify(exc)

@@ -46,11 +46,11 @@ from durable_schedule.errors import (
     UnevaluableGeneration,
 )
 from durable_schedule.evaluation import jitter as jittering
-from durable_schedule.evaluation.cron import fence as tz_rules
-from durable_schedule.evaluation.decision import Decision, SlotState, decide
+from durable_schedule.evaluation.decision import Decision
 from durable_schedule.processor import lifecycle as hooks
 from durable_schedule.processor.bridge import OccurrenceIdentity, bridge, link_conflict
 from durable_schedule.processor.dispatcher import Claim
+from durable_schedule.processor.evaluate import evaluate_generation, generation_fence
 from durable_schedule.schedules import records
 from durable_schedule.schedules.records import TERMINAL_WORK_STATES, Definition, Fences, iso, run
 from durable_schedule.store.transactions import routed
@@ -201,8 +201,8 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
         return ScheduleOutcome(**base, action="suspend", reason=reason, detail=evidence), False
 
     where["phase"] = "evaluate"
-    spec = d.spec()
-    changed = tz_rules.check(spec, d.cursor_utc)  # cron only: docs/schedules.md "fingerprint"
+    spec = d.spec()  # an unevaluable generation is refused before any slot row is locked
+    changed = generation_fence(spec, d.cursor_utc)
     if changed is not None:
         reason, evidence = changed
         evidence["checked_at"] = iso(ctx.now())
@@ -211,10 +211,8 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
     cutoff = ctx.now()
     occupant = _lock_slot(cur, scope_id, schedule_id)
     pending = _lock_pending(cur, scope_id, schedule_id, d.generation)
-    decision = decide(spec, d.accepted_at_utc, d.cursor_utc, cutoff,
-                      safety_window=d.safety_window, misfire=d.misfire, overlap=d.overlap,
-                      slot=SlotState(occupant is not None, pending.last if pending else None),
-                      **hooks.decide_inputs(cur, d))
+    decision = evaluate_generation(d, cutoff, occupant, pending.last if pending else None,
+                                   spec=spec, lifecycle=hooks.decide_inputs(cur, d))
 
     where["phase"] = "dispose"
     if decision.action == "suspend":

@@ -4,9 +4,14 @@
 Honest latency posture (docs/operations.md): after a pass that did work the loop runs the next
 pass at once. After an idle pass it sleeps until the earliest due time it can see, capped by
 ``MAX_IDLE_SECONDS`` (default 5 s), and a ``NOTIFY`` sent by the store when a dispatch row becomes
-due sooner (insert, requeue, retry) wakes it early — in practice within milliseconds. Without
-NOTIFY (e.g. a connection pooler that drops LISTEN), a newly due schedule is noticed at most
-``MAX_IDLE_SECONDS`` late.
+due sooner (insert, requeue, retry) wakes it early — in practice within milliseconds. The
+listener is self-tested when it is opened (runner/pooler.py): without working NOTIFY (a pooler in
+transaction mode accepts LISTEN but never delivers) the loop says so once and polls, so a newly
+due schedule is noticed at most ``MAX_IDLE_SECONDS`` late.
+
+Outages: a pass that still fails with a lost connection after its transient retries makes the
+loop wait for the database (runner/outage.py) for up to ``OUTAGE_TOLERANCE_SECONDS``, then carry
+on with a fresh listener; past that it exits with DS405.
 
 Stopping: SIGTERM/SIGINT set a flag. The pass in progress runs to the end of its current
 transaction (each schedule or Work item is its own transaction; the cancellation check happens
@@ -24,9 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import psycopg
-from django.db import connections
 
 from durable_schedule import conf
+from durable_schedule.runner import outage, pooler, state
 from durable_schedule.runner.retry import run_with_retry
 
 log = logging.getLogger("durable_schedule.runner")
@@ -65,16 +70,32 @@ class LoopStats:
     totals: dict[str, int] = field(default_factory=dict)
 
 
-def _listen_connection(channel: str) -> psycopg.Connection | None:
-    """A separate autocommit connection that LISTENs; None when it cannot be opened."""
-    params = connections[conf.database_alias()].get_connection_params()
+def _listen_connection(name: str, channel: str) -> psycopg.Connection | None:
+    """A separate autocommit connection that LISTENs, once a self-test notification reached it;
+    None (poll) when it cannot be opened or notifications do not arrive."""
+    conn = None
     try:
-        conn = psycopg.connect(**params, autocommit=True)
-        conn.execute(f"LISTEN {channel}")
+        conn = psycopg.connect(**pooler.connection_params(), autocommit=True)
+        if not pooler.notify_works(conn):
+            # Said once per process: after a reconnect the same pooler gives the same answer.
+            already = state.snapshot().get(name, {}).get("notify_ok") is False
+            say = log.info if already else log.warning
+            say("%s runner: LISTEN/NOTIFY does not deliver on this connection (a pooler in "
+                "transaction mode?); polling every %.1fs instead (docs/operations.md "
+                "\"Prepared statements and connection poolers\")", name, conf.max_idle_seconds(),
+                extra={"runner": name, "notify": "fallback"})
+            state.notify_checked(name, ok=False)
+            conn.close()
+            return None
+        conn.execute(f"LISTEN {channel}")  # last: pg_stat_activity then shows this LISTEN
+        state.notify_checked(name, ok=True)
         return conn
     except psycopg.Error as exc:
-        log.warning("LISTEN %s unavailable, polling every %.1fs: %s", channel,
-                    conf.max_idle_seconds(), exc)
+        log.warning("%s runner: LISTEN %s unavailable, polling every %.1fs: %s", name, channel,
+                    conf.max_idle_seconds(), exc, extra={"runner": name, "notify": "fallback"})
+        state.notify_checked(name, ok=False)
+        if conn is not None:
+            conn.close()
         return None
 
 
@@ -92,15 +113,27 @@ def run_loop(
     claimed something. Transient errors are retried by ``run_with_retry``;
     any other error propagates (the command exits non-zero with the error chain)."""
     stats = LoopStats()
-    listener = _listen_connection(channel)
+    listener = _listen_connection(name, channel)
+    listener_lost = False
     last_maintenance = 0.0
     try:
         while not stop.is_set():
-            since = time.monotonic() - last_maintenance
-            if maintenance is not None and since > PARTITION_INTERVAL_SECONDS:
-                run_with_retry(f"{name}.maintenance", maintenance)
-                last_maintenance = time.monotonic()
-            counts = run_with_retry(f"{name}.pass", run_once)
+            try:
+                since = time.monotonic() - last_maintenance
+                if maintenance is not None and since > PARTITION_INTERVAL_SECONDS:
+                    run_with_retry(f"{name}.maintenance", maintenance)
+                    last_maintenance = time.monotonic()
+                counts = run_with_retry(f"{name}.pass", run_once)
+            except Exception as exc:
+                if not outage.is_connection_loss(exc):
+                    raise
+                if listener is not None:
+                    listener.close()
+                    listener = None
+                if not outage.ride_out(name, exc, stop):
+                    break  # stopped while waiting: nothing is in flight
+                listener, listener_lost = _listen_connection(name, channel), False
+                continue
             stats.passes += 1
             for key, value in counts.items():
                 stats.totals[key] = stats.totals.get(key, 0) + value
@@ -114,14 +147,21 @@ def run_loop(
             if busy:
                 stats.busy_passes += 1
                 continue
-            _idle_wait(listener, stop, seconds_until_due)
+            if listener_lost:  # the database answered this pass: listen again
+                listener_lost = False
+                listener = _listen_connection(name, channel)
+            if not _idle_wait(listener, stop, seconds_until_due):
+                listener.close()
+                listener, listener_lost = None, True
     finally:
         if listener is not None:
             listener.close()
     return stats
 
 
-def _idle_wait(listener, stop: StopFlag, seconds_until_due: Callable[[], float | None]) -> None:
+def _idle_wait(listener, stop: StopFlag, seconds_until_due: Callable[[], float | None]) -> bool:
+    """Sleep until the next due time, a notification or ``stop``; False when the listener's
+    connection broke (the caller drops it and listens again after the next good pass)."""
     cap = conf.max_idle_seconds()
     try:
         until = run_with_retry("loop.next_due", seconds_until_due)
@@ -130,19 +170,21 @@ def _idle_wait(listener, stop: StopFlag, seconds_until_due: Callable[[], float |
         until = None
     wait = cap if until is None else max(0.0, min(cap, until))
     if wait <= 0:
-        return
+        return True
     deadline = time.monotonic() + wait
     while not stop.is_set():
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            return
+            return True
         slice_ = min(remaining, 0.25)  # short slices keep SIGTERM responsive
         if listener is None:
             stop.wait(slice_)
             continue
         try:
             for _ in listener.notifies(timeout=slice_, stop_after=1):
-                return
+                return True
         except psycopg.Error as exc:
-            log.warning("LISTEN connection lost, polling: %s", exc)
-            stop.wait(slice_)
+            log.warning("LISTEN connection lost, polling until the next pass: %s", exc)
+            stop.wait(remaining)
+            return False
+    return True

@@ -18,6 +18,7 @@ from typing import TypeVar
 from django.db import (
     DatabaseError,
     InterfaceError,
+    InternalError,
     OperationalError,
     close_old_connections,
     connections,
@@ -73,8 +74,14 @@ def is_transient(exc: BaseException) -> bool:
         return False
     if state in TRANSIENT_SQLSTATES:
         return True
-    # A dropped connection often surfaces without a SQLSTATE (the server is gone).
-    return isinstance(exc, (OperationalError, InterfaceError)) and state is None
+    # A dropped connection often surfaces without a SQLSTATE (the server is gone). Behind a
+    # pooler, a server connection terminated mid-statement can also leave the client with a
+    # protocol-level surprise that psycopg reports as a client-side InternalError without a
+    # SQLSTATE ("received 2 results from command 'COMMIT'", seen through PgBouncer in the
+    # soak): the transaction's fate is unknown, exactly as after a cut connection, and the
+    # retried phase re-reads everything under its lock, so it is retried the same way.
+    # A server-side internal error (XX000) carries its SQLSTATE and is not retried.
+    return isinstance(exc, (OperationalError, InterfaceError, InternalError)) and state is None
 
 
 def _reset_connections() -> None:

@@ -202,6 +202,9 @@ class Work(models.Model):
     execution_deadline = models.DateTimeField(null=True)
     accepted_at = models.DateTimeField()
     due_at = models.DateTimeField()
+    # The due time fixed at acceptance (immutable; due_at moves with retries). NULL for Work
+    # accepted before schema 7.
+    accepted_due_at = models.DateTimeField(null=True)
     state = models.TextField()
     attempt = models.IntegerField()
     lease_owner = models.TextField(null=True)

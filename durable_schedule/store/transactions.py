@@ -42,7 +42,12 @@ from psycopg.postgres import types as _pg_types
 from psycopg.pq import Format
 
 from durable_schedule import conf
-from durable_schedule.errors import InvalidScope, ScopeLost, WrongRole
+from durable_schedule.errors import (
+    InvalidScope,
+    PoolerDropsPreparedStatements,
+    ScopeLost,
+    WrongRole,
+)
 from durable_schedule.store.inspection import DISPATCHER_ROLE, RUNTIME_ROLE
 
 SCOPE_SETTING = "durable_schedule.scope_id"
@@ -103,7 +108,18 @@ class _PreparingCursor:
 
     def execute(self, sql, params=None):
         self._sql = sql
-        self._cur.execute(sql, params, prepare=True)
+        try:
+            self._cur.execute(sql, params, prepare=True)
+        except (psycopg.errors.DuplicatePreparedStatement,
+                psycopg.errors.InvalidSqlStatementName) as exc:
+            # psycopg names its statements _pg3_0, _pg3_1, ... per connection. "already exists"
+            # or "does not exist" for such a name means the server session is not ours: a
+            # pooler in transaction mode hands our transactions to other server connections.
+            if "_pg3_" not in str(exc):
+                raise
+            raise PoolerDropsPreparedStatements(
+                "the server session does not keep this connection's prepared statements "
+                f"({str(exc).strip()})") from exc
         return self
 
     @property
@@ -181,6 +197,29 @@ def scoped(scope_id: str, *, using: str | None = None) -> Iterator[object]:
                 raise ScopeLost("the scope or role changed inside a scoped block",
                                 scope=scope_id) from exc
             raise
+
+
+@contextmanager
+def statement_cursor(*, using: str | None = None) -> Iterator[object]:
+    """A cursor for one self-contained statement that does its own role and scope entry (the
+    acceptance function, docs/work.md "Accepting Work"): no savepoint and no extra round trip.
+
+    Inside the caller's ``transaction.atomic()`` the statement joins the caller's transaction;
+    a database error marks the atomic block for rollback, exactly as a failed ORM statement
+    does (``atomic(savepoint=False)``). Outside any atomic block with autocommit on, the one
+    statement is its own transaction (committed by PostgreSQL, no BEGIN/COMMIT round trips).
+    With autocommit off, it runs in an atomic block of its own.
+    """
+    conn = connection(using)
+    if conn.in_atomic_block:
+        with transaction.atomic(using=conn.alias, savepoint=False), _cursor(conn) as cur:
+            yield cur
+    elif conn.get_autocommit():
+        with _cursor(conn) as cur:
+            yield cur
+    else:
+        with transaction.atomic(using=conn.alias), _cursor(conn) as cur:
+            yield cur
 
 
 @contextmanager

@@ -13,7 +13,7 @@ from durable_schedule.evaluation.policy import (
 )
 from durable_schedule.work.attempts import AttemptInfo, attempts
 from durable_schedule.work.codec import Codec, JsonCodec
-from durable_schedule.work.enqueue import AcceptedWork, WorkRequest, enqueue
+from durable_schedule.work.enqueue import AcceptedWork, WorkRequest, enqueue, enqueue_many
 from durable_schedule.work.executor import WorkContext
 from durable_schedule.work.inspection import ExecutionSnapshot, WorkInfo, get
 from durable_schedule.work.inspection import list_work as list  # noqa: A001 -- documented name
@@ -53,6 +53,7 @@ __all__ = [
     "cancel",
     "define",
     "enqueue",
+    "enqueue_many",
     "get",
     "list",
     "lookup",

@@ -1,20 +1,29 @@
 """Accepting Work inside the caller's transaction (issue 3, item 2; docs/protocol/work.md).
 
-``enqueue(scope, request)`` runs inside the caller's ``transaction.atomic()`` when there is one:
-the Work exists only if the caller commits. It enters the runtime role and the caller's scope
-through :func:`durable_schedule.store.transactions.scoped` (a savepoint), and leaves role and
-scope as it found them, so the caller's next ORM query runs exactly as before.
+``enqueue(scope, request)`` and ``enqueue_many(scope, requests)`` run inside the caller's
+``transaction.atomic()`` when there is one: the Work exists only if the caller commits. Each call
+is one statement (:mod:`durable_schedule.work.acceptance`): the SQL function enters the runtime
+role and the caller's scope, writes, and restores role and scope as it found them, so the
+caller's next ORM query runs exactly as before. Outside any atomic block the statement is its
+own transaction.
 
-``accept_in_scope(cur, scope_id, request)`` is the one writer of new Work. It is also the
-Schedule bridge's entry point, with a cursor already inside a scoped runtime transaction. One
-statement inserts the Work row, its dispatch row (due at the Work's due time) and an
-``accepted`` history row, with ``ON CONFLICT DO NOTHING``; on a conflict it reads the stored
-row back and compares (compare-or-return, never a blind second write):
+``accept_in_scope(cur, scope_id, request)`` is the Schedule bridge's entry point, with a cursor
+already inside a scoped runtime transaction; it runs the same statement without the role entry.
+For every item, one INSERT writes the Work row, its dispatch row (due at the Work's due time) and
+an ``accepted`` history row, with ``ON CONFLICT DO NOTHING``; on a conflict the stored row is
+compared (compare-or-return, never a blind second write):
 
-* same scope, command and idempotency key and the same fingerprint: the original Work is
-  returned (``created=False``), whatever its state, even after it finished or expired;
+* same scope, command and idempotency key, the same fingerprint, and stored facts that still
+  hash to it: the original Work is returned (``created=False``), whatever its state, even after
+  it finished or expired;
+* the same fingerprint but stored facts that differ from it (the row was changed by SQL after
+  acceptance): ``WorkFactsTampered`` (DS233) naming the row and the changed facts;
 * any other difference (payload, policy, plan, due time, deadline, a different explicit
   work id, or a work id taken by another identity): ``IdempotencyConflict`` (DS207).
+
+``enqueue_many`` is all-or-nothing: every request is validated before anything is sent, and when
+one item is refused nothing of the call is written. Refusals are answers of the statement, not
+database errors, so a caller that catches them inside its atomic block can go on.
 
 ``accepted_at`` is ``durable_schedule_clock('clock')`` (``clock_timestamp()``) sampled by that
 statement: insertion time, not request creation or commit (docs/protocol/work.md), and it is never
@@ -23,19 +32,20 @@ hashed.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from durable_schedule.default_scope import scope_optional
 from durable_schedule.errors import (
-    IdempotencyConflict,
     InvalidArgument,
     InvalidIdentifier,
     PlannedWorkWithDueTime,
-    WrongRole,
 )
 from durable_schedule.evaluation.fingerprint import Fingerprint, fingerprint
 from durable_schedule.evaluation.policy import (
@@ -44,13 +54,12 @@ from durable_schedule.evaluation.policy import (
     as_instant,
     deadline_instant,
 )
-from durable_schedule.store.sqlfiles import query
-from durable_schedule.store.transactions import scoped
-from durable_schedule.work import codec
+from durable_schedule.store.transactions import statement_cursor, validate_scope_id
+from durable_schedule.work import acceptance, codec
+from durable_schedule.work.acceptance import AcceptedWork
 from durable_schedule.work.safety import provider_safety
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_QUERIES = "work_queries.sql"
 
 #: The retry policy stored for legacy Work (no execution policy, no deadline). Legacy requests
 #: keep the v1 fingerprint, which does not hash retry settings, so this snapshot is the same for
@@ -98,7 +107,11 @@ class WorkRequest:
         identifier(self.work_name, "work_name")
         identifier(self.work_version, "work_version")
         set_ = object.__setattr__
-        set_(self, "payload", codec.json_value(self.payload, "payload"))
+        # One canonical encoding per request: the stored copy is decoded from it and the
+        # fingerprint hashes its bytes (not a field: equality and repr stay as they were).
+        text = codec.canonical_json(self.payload, "payload")
+        set_(self, "payload", json.loads(text))
+        self.__dict__["_payload_bytes"] = text.encode("utf-8")
         set_(self, "provider_safety", provider_safety(self.provider_safety).value)
         if self.policy is not None and not isinstance(self.policy, ExecutionPolicy):
             raise InvalidArgument("policy must be an ExecutionPolicy or None",
@@ -116,13 +129,13 @@ class WorkRequest:
     def is_legacy(self) -> bool:
         return self.policy is None and self.deadline is None
 
-    @property
+    @cached_property
     def fingerprint(self) -> Fingerprint:
         """v1 for legacy requests, v2 otherwise; the acceptance instant is never hashed."""
         return fingerprint(
             work_name=self.work_name,
             work_version=self.work_version,
-            payload_bytes=codec.canonical_bytes(self.payload),
+            payload_bytes=self.__dict__["_payload_bytes"],
             provider_safety=self.provider_safety,
             policy=self.policy,
             deadline=self.deadline,
@@ -133,17 +146,26 @@ class WorkRequest:
     def retry(self) -> RetryPolicy:
         return LEGACY_RETRY if self.policy is None else self.policy.retry
 
+    @cached_property
+    def retry_json(self) -> Any:
+        """The retry snapshot stored with the Work (compared on a duplicate)."""
+        return self.retry.to_json()
 
-@dataclass(frozen=True)
-class AcceptedWork:
-    """The accepted Work: its identity, current state and acceptance instant."""
 
-    work_id: uuid.UUID
-    command_id: str
-    idempotency_key: str
-    state: str
-    accepted_at: datetime
-    created: bool
+__all__ = ["AcceptedWork", "WorkRequest", "accept_in_scope", "accept_many_in_scope", "enqueue",
+           "enqueue_many", "identifier"]
+
+
+def _requests(value: object) -> list[WorkRequest]:
+    if isinstance(value, WorkRequest | str | bytes) or not isinstance(value, Iterable):
+        raise InvalidArgument("requests must be an iterable of WorkRequest",
+                              got=type(value).__name__)
+    out = list(value)
+    for position, request in enumerate(out):
+        if not isinstance(request, WorkRequest):
+            raise InvalidArgument("every request must be a WorkRequest", item=position,
+                                  got=type(request).__name__)
+    return out
 
 
 def accept_in_scope(
@@ -153,74 +175,21 @@ def accept_in_scope(
     inside a scoped runtime transaction for ``scope_id``. See the module docstring."""
     if not isinstance(request, WorkRequest):
         raise InvalidArgument("request must be a WorkRequest", got=type(request).__name__)
-    if source_occurrence_id is not None and (
-        isinstance(source_occurrence_id, bool) or not isinstance(source_occurrence_id, int)
-    ):
-        raise InvalidArgument("source_occurrence_id must be an int or None")
-    fp = request.fingerprint
-    work_id = request.work_id or uuid.uuid4()
-    plan = None if request.policy is None or request.policy.plan is None else request.policy.plan
-    detail = {
-        "command_id": request.command_id,
-        "idempotency_key": request.idempotency_key,
-        "work_name": request.work_name,
-        "work_version": request.work_version,
-        "fingerprint_schema": fp.schema,
-        "source_occurrence_id": source_occurrence_id,
-    }
-    cur.execute(query(_QUERIES, "accept"), {
-        "scope_id": scope_id,
-        "work_id": work_id,
-        "command_id": request.command_id,
-        "idempotency_key": request.idempotency_key,
-        "work_name": request.work_name,
-        "work_version": request.work_version,
-        "payload": codec.canonical_json(request.payload),
-        "provider_safety": request.provider_safety,
-        "fingerprint_schema": fp.schema,
-        "fingerprint_digest": fp.digest,
-        "retry_policy": codec.canonical_json(request.retry.to_json(), "retry_policy"),
-        "attempt_plan": None if plan is None else codec.canonical_json(plan.to_json()),
-        "execution_deadline": request.deadline,
-        "due_at": request.due_at,
-        "source_occurrence_id": source_occurrence_id,
-        "detail": codec.canonical_json(detail, "detail"),
-    })
-    proven, new_id, state, accepted_at = cur.fetchone()
-    if not proven:
-        raise WrongRole("accept_in_scope needs a cursor inside a scoped runtime transaction "
-                        "for this scope", scope=scope_id)
-    if new_id is not None:
-        return AcceptedWork(new_id, request.command_id, request.idempotency_key, state,
-                            accepted_at, True)
-    return _compare_or_return(cur, scope_id, request, fp, work_id)
+    prepared = acceptance.prepare(scope_id, [request], [source_occurrence_id])
+    return prepared.send(cur, enter=False).results()[0]
 
 
-def _compare_or_return(cur, scope_id, request, fp, work_id) -> AcceptedWork:
-    cur.execute(query(_QUERIES, "accepted_identity"), {
-        "scope_id": scope_id,
-        "command_id": request.command_id,
-        "idempotency_key": request.idempotency_key,
-        "work_id": work_id,
-    })
-    rows = cur.fetchall()
-    same_key = [r for r in rows if (r[1], r[2]) == (request.command_id, request.idempotency_key)]
-    if not same_key:
-        # The work id is taken by another command / idempotency key in this scope.
-        raise IdempotencyConflict("the work id is already used by another command",
-                                  scope=scope_id, work_id=str(work_id))
-    stored_id, command_id, key, schema, digest, state, accepted_at = same_key[0]
-    if (schema, digest) != (fp.schema, fp.digest):
-        raise IdempotencyConflict(
-            "the same command and idempotency key were accepted with different facts",
-            scope=scope_id, command_id=command_id, idempotency_key=key,
-            stored_schema=schema, request_schema=fp.schema,
-        )
-    if request.work_id is not None and request.work_id != stored_id:
-        raise IdempotencyConflict("the same command was accepted under another work id",
-                                  scope=scope_id, command_id=command_id,
-                                  stored_work_id=str(stored_id))
-    return AcceptedWork(stored_id, command_id, key, state, accepted_at, False)
+def accept_many_in_scope(cur, scope_id: str, requests: Iterable[WorkRequest], *,
+                         source_occurrence_ids: Iterable[int | None] | None = None
+                         ) -> list[AcceptedWork]:
+    """``accept_in_scope`` for several requests in one statement (a batched schedule pass):
+    all or nothing, one result per request, in order."""
+    batch = _requests(requests)
+    ids = None if source_occurrence_ids is None else list(source_occurrence_ids)
+    if ids is not None and len(ids) != len(batch):
+        raise InvalidArgument("one source_occurrence_id per request",
+                              requests=len(batch), source_occurrence_ids=len(ids))
+    return acceptance.prepare(scope_id, batch, ids).send(cur, enter=False).results()
 
 
 @scope_optional
@@ -228,5 +197,20 @@ def enqueue(scope: str, request: WorkRequest, *, using: str | None = None) -> Ac
     """Accept ``request`` in ``scope`` inside the caller's transaction (or its own)."""
     if not isinstance(request, WorkRequest):
         raise InvalidArgument("request must be a WorkRequest", got=type(request).__name__)
-    with scoped(scope, using=using) as cur:
-        return accept_in_scope(cur, scope, request)
+    validate_scope_id(scope)
+    prepared = acceptance.prepare(scope, [request])
+    with statement_cursor(using=using) as cur:
+        sent = prepared.send(cur, enter=True)
+    return sent.results()[0]
+
+
+@scope_optional
+def enqueue_many(scope: str, requests: Iterable[WorkRequest], *,
+                 using: str | None = None) -> list[AcceptedWork]:
+    """Accept up to 1,000 requests in ``scope`` in one statement; one result per request, in
+    order. All or nothing: a refused item (DS207, DS233) raises and nothing is written."""
+    validate_scope_id(scope)
+    prepared = acceptance.prepare(scope, _requests(requests))
+    with statement_cursor(using=using) as cur:
+        sent = prepared.send(cur, enter=True)
+    return sent.results()

@@ -33,6 +33,7 @@ from durable_schedule.barriers import (
 )
 from durable_schedule.errors import InvalidConcurrency
 from durable_schedule.observability.metrics import instrumented_pass
+from durable_schedule.runner.retry import run_with_retry
 from durable_schedule.work.outcome import AttemptOutcome, record_attempt_outcome
 from durable_schedule.work.pipeline import admit_batch, record_outcomes
 from durable_schedule.work.rows import LeaseConflict
@@ -136,9 +137,11 @@ def run_deferred(claims, opts: Options, stop, tally: Counter) -> None:
 
 def commit_outcomes(results, opts: Options, tally: Counter) -> None:
     """Group-commit; if a guarded statement conflicts (a tampered store), the batch rolled back
-    and each outcome is recorded alone, so the conflicting one is isolated."""
+    and each outcome is recorded alone, so the conflicting one is isolated. A transient error
+    retries the group commit itself (the items still hold their leases), never the executors."""
     try:
-        tally.update(record_outcomes(results, opts))
+        tally.update(run_with_retry("work.outcome", lambda: record_outcomes(results, opts),
+                                    identity={"items": len(results)}))
     except LeaseConflict:
         for action, outcome in results:
             try:

@@ -32,6 +32,15 @@ from durable_schedule.work.target import WorkTarget, deadline_after_us
 _REGISTRY: dict[tuple[str, str], WorkDefinition] = {}
 _LOCK = threading.Lock()
 
+class _DefinitionPolicy:
+    def __repr__(self) -> str:
+        return "DEFINITION_POLICY"
+
+
+#: ``policy=`` default of ``request()`` / ``enqueue()``: the definition's own policy (None is
+#: a real choice there: legacy timing, so the default needs its own marker).
+DEFINITION_POLICY: Any = _DefinitionPolicy()
+
 Executor = Callable[[Any, Any], Any]
 Reconciler = Callable[[Any, Any], Any]
 
@@ -76,8 +85,21 @@ class WorkDefinition:
     # ------------------------------------------------------------ requests
     def request(self, *, command: str, idempotency_key: str, payload: Any,
                 deadline: datetime | None = None, due_at: datetime | None = None,
-                work_id: uuid.UUID | None = None) -> WorkRequest:
-        """The enqueue request for this definition (payload encoded by its codec)."""
+                work_id: uuid.UUID | None = None,
+                policy: ExecutionPolicy | None = DEFINITION_POLICY) -> WorkRequest:
+        """The enqueue request for this definition (payload encoded by its codec).
+
+        ``policy`` overrides the definition's execution policy for this one request: an
+        ``ExecutionPolicy`` opts in (fingerprint v2, validated like any policy), ``None`` asks
+        for legacy timing (v1 unless a deadline is given). Left out, the definition's policy
+        applies. The policy is an immutable fact of the request: a duplicate with another
+        policy conflicts (DS207).
+        """
+        if policy is DEFINITION_POLICY:
+            policy = self.policy
+        elif policy is not None and not isinstance(policy, ExecutionPolicy):
+            raise InvalidArgument("policy must be an ExecutionPolicy or None",
+                                  got=type(policy).__name__)
         return WorkRequest(
             command_id=command,
             idempotency_key=idempotency_key,
@@ -85,7 +107,7 @@ class WorkDefinition:
             work_version=self.version,
             payload=self.codec.encode(payload),
             provider_safety=self.safety.value,
-            policy=self.policy,
+            policy=policy,
             deadline=deadline,
             due_at=due_at,
             work_id=work_id,
@@ -93,10 +115,13 @@ class WorkDefinition:
 
     def enqueue(self, *, scope: str | None = None, command: str, idempotency_key: str, payload: Any,
                 deadline: datetime | None = None, due_at: datetime | None = None,
-                work_id: uuid.UUID | None = None, using: str | None = None) -> AcceptedWork:
-        """Accept Work inside the caller's ``transaction.atomic()`` (see work.enqueue)."""
+                work_id: uuid.UUID | None = None,
+                policy: ExecutionPolicy | None = DEFINITION_POLICY,
+                using: str | None = None) -> AcceptedWork:
+        """Accept Work inside the caller's ``transaction.atomic()`` (see work.enqueue);
+        ``policy`` as in :meth:`request`."""
         req = self.request(command=command, idempotency_key=idempotency_key, payload=payload,
-                           deadline=deadline, due_at=due_at, work_id=work_id)
+                           deadline=deadline, due_at=due_at, work_id=work_id, policy=policy)
         return enqueue(scope, req, using=using)
 
     def target(self, *, payload: Any, deadline_after: timedelta | int | None = None) -> WorkTarget:

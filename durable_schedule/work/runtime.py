@@ -41,6 +41,7 @@ from durable_schedule.errors import InvalidArgument, InvalidLease, LeaseLost, Sc
 from durable_schedule.evaluation.policy import MAX_INSTANT, bounded_add, lease_expiry
 from durable_schedule.observability.metrics import timed_claim
 from durable_schedule.observability.tracing import traced_attempt
+from durable_schedule.runner.retry import run_with_retry
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 from durable_schedule.work import aio, codec
@@ -166,18 +167,26 @@ def release(claims: list[Claim], opts: Options) -> int:
 
 
 def process_one(claim: Claim, opts: Options, tally: Counter) -> None:
-    """The per-item path: admit, invoke or reconcile, record -- each its own transaction."""
+    """The per-item path: admit, invoke or reconcile, record -- each its own transaction.
+
+    Each transaction of the row is retried on its own under the claim or lease it still holds
+    (a whole-pass retry would find the row leased and claim nothing, issue 11 item 6); the
+    executor and the reconciler in between are never re-run by a retry."""
+    identity = {"routing_id": claim.routing_id, "work_ref": claim.work_ref}
     try:
         # The local budget starts before the admission statement is sent (docs/work.md "The
         # local lease budget"): a stall after it only shortens what is left, never extends it.
         origin = time.monotonic()
-        action = _admit(claim, opts, tally)
+        action = run_with_retry("work.admit", lambda: _admit(claim, opts, tally),
+                                identity=identity)
         while action is not None:
             if isinstance(action, Invoke):
                 barrier(WORK_PERMIT_AFTER_COMMIT)
                 outcome = invoke(action, opts, origin)
                 barrier(WORK_EFFECT_BEFORE_OUTCOME)
-                tally.update(record_attempt_outcome(action, outcome, opts.owner, opts.using))
+                tally.update(run_with_retry(
+                    "work.outcome", partial(record_attempt_outcome, action, outcome, opts.owner,
+                                            opts.using), identity=identity))
                 action = None
             else:
                 found, error = _reconcile(action, opts, origin)
@@ -187,8 +196,9 @@ def process_one(claim: Claim, opts: Options, tally: Counter) -> None:
                     tally["refused"] += 1
                     break
                 origin = time.monotonic()  # a NotApplied verdict may admit the next attempt
-                action, counts = record_reconciliation(action, found, error, opts.owner,
-                                                       opts.using)
+                action, counts = run_with_retry(
+                    "work.reconciliation", partial(record_reconciliation, action, found, error,
+                                                   opts.owner, opts.using), identity=identity)
                 tally.update(counts)
     except LeaseConflict:
         # A guarded statement found the row moved on after the lock (only a tampered store can

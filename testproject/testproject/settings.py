@@ -72,7 +72,8 @@ TEMPLATES = [
 
 DATABASES = {
     "default": _database_from_url(
-        os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/durable_schedule")
+        # Empty counts as unset (tox.ini's matrix substitution yields "" when nothing is set).
+        os.environ.get("DATABASE_URL") or "postgresql://postgres@127.0.0.1:5432/durable_schedule"
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -104,6 +105,9 @@ except ImportError:
 DURABLE_SCHEDULE = {
     # Tests of the --loop runners raise this to prove a wake-up came from NOTIFY, not the timer.
     "MAX_IDLE_SECONDS": float(os.environ.get("DURABLE_MAX_IDLE_SECONDS", "5")),
+    # The failover tests shorten it to see a runner give up; the pooler tests turn preparing off.
+    "OUTAGE_TOLERANCE_SECONDS": float(os.environ.get("DURABLE_OUTAGE_TOLERANCE_SECONDS", "300")),
+    "PREPARE_STATEMENTS": os.environ.get("DURABLE_PREPARE_STATEMENTS", "1") != "0",
     # Tests of the runner heartbeat lower this to see the background thread beat.
     "HEARTBEAT_SECONDS": float(os.environ.get("DURABLE_HEARTBEAT_SECONDS", "10")),
 }

@@ -6,6 +6,11 @@ For random specs and random cutoff sequences (mostly forward, sometimes backward
 nominal instant in ``(accepted_at, highest cutoff]`` exactly once, and the cursor never moves
 back. Instants are counted arithmetically by an oracle written differently from the evaluator,
 and enumerated one by one when the case is small enough.
+
+The second property adds the ``queue_one`` slot: Work occupies it at random and finishes at
+random, and a model of the caller (the processor's merge of ``coalesce`` into the one pending
+coalesced occurrence, and its run once the slot is free) keeps the same coverage rule, with the
+pending occurrence's last instant only moving forward.
 """
 
 from __future__ import annotations
@@ -163,3 +168,66 @@ def test_instants_in_matches_brute_force(spec, accepted, lo, width):
 @given(spec=specs)
 def test_spec_json_round_trips(spec):
     assert spec_from_json(kind_of(spec), spec_to_json(spec), EVALUATOR_VERSION) == spec
+
+
+# Clock moves in half-intervals, mostly one instant per pass, sometimes none, several or a step
+# backward, each with "the Work in the slot finishes before this pass" (mostly it does not, so
+# the slot stays busy across passes and coalesced ranges grow).
+slot_moves = st.lists(
+    st.tuples(st.sampled_from([2, 2, 2, 3, 1, 0, 4, 5, 8, -2]),
+              st.sampled_from([False, False, False, True])),
+    min_size=1, max_size=25)
+# Every weighs three times: it is the kind with ranges, coalescing and skipping.
+every = st.builds(lambda i, a: Every(timedelta(microseconds=i), None if a is None else dt(a)),
+                  durations, st.none() | st.none() | offsets)
+busy_specs = st.one_of(specs, every, every)
+
+
+@settings(max_examples=500, deadline=None)
+@given(spec=busy_specs, accepted=offsets, misfire=st.sampled_from(MISFIRE_POLICIES),
+       moves=slot_moves)
+def test_passes_with_a_busy_slot_cover_every_instant_exactly_once(spec, accepted, misfire,
+                                                                  moves):
+    accepted_at = dt(accepted)
+    g = grid(spec, accepted)
+    half = (DAY_US if g is None else g[1]) / 2
+    cursor, cutoff, highest = accepted_at, accepted, accepted
+    occupied = False
+    pending: tuple[int, int] | None = None  # (first, last) of the pending coalesced occurrence
+    ranges: list[tuple[int, int]] = []  # every occurrence written: run, skipped or coalesced
+    for halves, finishes in moves:
+        cutoff += int(halves * half)
+        highest = max(highest, cutoff)
+        if finishes:
+            occupied = False
+        d = decide(spec, accepted_at, cursor, dt(cutoff), safety_window=timedelta.max,
+                   misfire=misfire, overlap="queue_one",
+                   slot=SlotState(occupied, None if pending is None else dt(pending[1])))
+        bridged = False
+        if d.action in ("nominal", "recovery"):
+            assert pending is None, "a pending coalesced occurrence is never overtaken"
+            ranges.append((us(d.first), us(d.last)))
+            bridged = occupied = True
+        elif d.action == "skipped":
+            assert pending is None, "no range is recorded beside a pending coalesced one"
+            ranges.append((us(d.first), us(d.last)))
+        elif d.action == "coalesce":
+            if pending is None:
+                pending = (us(d.first), us(d.last))
+            else:
+                assert us(d.first) > pending[1], "the last instant only moves forward"
+                pending = (pending[0], us(d.last))
+        if not bridged and pending is not None and not occupied:
+            ranges.append(pending)  # the caller runs the pending coalesced occurrence now
+            pending, occupied = None, True
+        cursor = d.new_cursor
+    if pending is not None:
+        ranges.append(pending)
+
+    assert count_upto(spec, accepted, us(cursor)) == count_upto(spec, accepted, highest)
+    previous_last, covered = accepted, 0
+    for first, last in ranges:  # in writing order, which is instant order
+        assert previous_last < first <= last <= us(cursor), (ranges, us(cursor))
+        covered += count_upto(spec, accepted, last) - count_upto(spec, accepted, first - 1)
+        previous_last = last
+    assert covered == count_upto(spec, accepted, highest) - count_upto(spec, accepted, accepted)

@@ -168,6 +168,25 @@ def test_coalesce__skip_with_one_instant_and_occupied_slot_coalesces():
     assert run(Every(H), T0, t(hours=1), misfire="skip", slot=BUSY).action == "coalesce"
 
 
+def test_coalesce__skip_with_pending_coalesced_and_occupied_slot_absorbs_the_missed_range():
+    # Regression (tests/schedules/test_coalescing.py has the database twin): the slot is busy and
+    # [02:00, 02:00] is pending; 03:00-05:00 were missed. Recording them as skipped would put
+    # them inside the pending range once 06:00 extends it to [02:00, 06:00].
+    slot = SlotState(occupied=True, pending_coalesced_last=t(hours=2))
+    d = run(Every(H), t(hours=2), t(hours=5, minutes=5), misfire="skip", slot=slot)
+    assert (d.action, d.first, d.last, d.count) == ("coalesce", t(hours=3), t(hours=5), 3)
+    assert (d.new_cursor, d.next_due) == (t(hours=5), t(hours=6))
+    assert not d.produces_work and d.occurrence_kind == "coalesced"
+
+
+def test_coalesce__skip_with_pending_coalesced_and_free_slot_absorbs_the_missed_range():
+    # The same rule as for nominal and recovery: the pending occurrence runs in this pass and
+    # covers the missed range; no second run, no range beside it.
+    slot = SlotState(occupied=False, pending_coalesced_last=t(hours=2))
+    d = run(Every(H), t(hours=2), t(hours=5), misfire="skip", slot=slot)
+    assert (d.action, d.first, d.last, d.count) == ("coalesce", t(hours=3), t(hours=5), 3)
+
+
 def test_coalesce__existing_pending_coalesced_absorbs_new_instants_even_when_slot_is_free():
     slot = SlotState(occupied=False, pending_coalesced_last=t(hours=2))
     d = run(Every(H), t(hours=2), t(hours=3), slot=slot)

@@ -187,3 +187,19 @@ def test_durable_status__reports_paused_schedules_and_missed_instants(clock, tar
         call_command("durable_status", stdout=out)
     assert "paused       1 schedule\n" in out.getvalue()
     assert "missed       misfire 4" in out.getvalue()
+
+
+def test_batched_pass__lifecycle_facts_decide_as_in_a_pass_of_their_own(clock, target):
+    """The batched pass (processor/batch.py) takes the same lifecycle hooks: a jittered
+    nominal occurrence, a max_runs completion and an overlap skip in one batch."""
+    create("jit", schedules.Every(TEN), target, jitter=timedelta(minutes=3))
+    create("once", schedules.Every(TEN), target, max_runs=1)
+    create("skip", schedules.Every(TEN), target, overlap="skip")
+    run_pass(clock, T0 + TEN, batch_size=10)
+    run_pass(clock, T0 + 2 * TEN, batch_size=10)
+    [(offset,)] = rows("select jitter_us from durable_schedule_occurrence"
+                       " where schedule_id = 'jit' and first_nominal_utc = %s", (T0 + TEN,))
+    assert offset == jittering.offset_us(timedelta(minutes=3), SCOPE, "jit", 1, "nominal",
+                                         T0 + TEN)
+    assert schedules.get(SCOPE, "once").state == "completed"
+    assert json.loads(definition("skip")["missed"]) == {"overlap": 1}

@@ -96,3 +96,12 @@ def test_retry__classifies_transient_sqlstates(state):
 def test_retry__classifies_a_dropped_connection_without_sqlstate_as_transient():
     assert retry.is_transient(OperationalError("server closed the connection unexpectedly"))
     assert retry.is_transient(TransientDatabaseError("x"))
+
+
+def test_retry__a_client_side_protocol_error_without_sqlstate_is_transient():
+    # What psycopg reports when PgBouncer's server connection is terminated during COMMIT.
+    from django.db import InternalError
+
+    assert retry.is_transient(InternalError("received 2 results from command 'COMMIT'"))
+    # A server-side internal error carries SQLSTATE XX000 and is not retried.
+    assert not retry.is_transient(django_error(InternalError, "XX000"))

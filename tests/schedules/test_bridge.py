@@ -12,6 +12,7 @@ import pytest
 
 from durable_schedule import barriers, schedules
 from durable_schedule.errors import OccurrenceLinkConflict, WrongRole
+from durable_schedule.processor import batch as batch_module
 from durable_schedule.processor import bridge as bridge_module
 from durable_schedule.processor import step as step_module
 from durable_schedule.processor.bridge import (
@@ -68,19 +69,22 @@ def test_derive_link__a_long_schedule_id_keeps_the_command_within_200_characters
 
 
 @pytest.mark.parametrize("where", [
-    (bridge_module, barriers.SCHEDULE_WORK_AFTER_ACCEPTANCE),
-    (step_module, barriers.SCHEDULE_BRIDGE_BEFORE_COMMIT),
+    # The point is reached by the single step (bridge, step) and by the batched pass (batch);
+    # a batch that fails is retried alone, which fails at the same point.
+    ((bridge_module, batch_module), barriers.SCHEDULE_WORK_AFTER_ACCEPTANCE),
+    ((step_module, batch_module), barriers.SCHEDULE_BRIDGE_BEFORE_COMMIT),
 ])
 def test_failure_after_the_work_insert__rolls_everything_back_and_the_retry_is_identical(
         clock, target, monkeypatch, where):
-    module, name = where
+    modules, name = where
     create("s", schedules.Every(HOUR), target)
 
     def explode(at):
         if at == name:
             raise Injected(at)
 
-    monkeypatch.setattr(module, "barrier", explode)
+    for module in modules:
+        monkeypatch.setattr(module, "barrier", explode)
     with pytest.raises(Injected) as err:
         run_pass(clock, T0 + HOUR)
     assert any("schedule_id='s'" in note for note in err.value.__notes__)

@@ -148,3 +148,46 @@ def test_trigger__runs_as_the_invoker_under_rls_with_a_pinned_search_path():
     assert prosecdef is False  # row-level security applies to what it reads and writes
     assert any(c.startswith("search_path=") and c.endswith("pg_temp") for c in config)
     assert public is False
+
+
+def test_skip__a_missed_range_behind_a_pending_coalesced_occurrence_joins_it(clock, target):
+    # Regression for a protocol defect (docs/schedules.md "Overlap"): the missed range used to be
+    # recorded as skipped [12:30, 12:50] beside the pending coalesced [12:20, 12:20]; the 13:00
+    # instant then extended the pending range to [12:20, 13:00], over the skipped one, so 12:30,
+    # 12:40 and 12:50 were covered twice (skipped and run).
+    create("s", schedules.Every(TEN), target, misfire="skip")
+    run_pass(clock, at(10))
+    [(first_work, *_)] = works()  # the 12:10 Work stays pending: the slot is busy throughout
+    assert run_pass(clock, at(20)).coalesced == 1
+    counts = run_pass(clock, at(55))  # 12:30, 12:40, 12:50 found late (within the window)
+    assert (counts.coalesced, counts.skipped, counts.materialized) == (1, 0, 0)
+    assert coalesced() == [(at(20), at(50), "pending")]
+    assert run_pass(clock, at(60)).coalesced == 1
+    assert occurrences("s") == [
+        (1, "nominal", at(10), at(10), "materialized", first_work),
+        (1, "coalesced", at(20), at(60), "pending", None),
+    ]
+    set_work_state(first_work, "succeeded")
+    counts = run_pass(clock, at(61))
+    assert (counts.materialized, counts.skipped) == (1, 0)
+    [(_, _, first, last, state, second_work)] = [o for o in occurrences("s")
+                                                 if o[1] == "coalesced"]
+    assert (first, last, state) == (at(20), at(60), "materialized")
+    assert [w[0] for w in works()] == [first_work, second_work]
+
+
+def test_skip__a_missed_range_behind_a_busy_slot_alone_stays_skipped(clock, target):
+    # Nothing is pending, so nothing would run for the missed range: skip wins, and the next
+    # instant starts a coalesced occurrence after the skipped range, never around it.
+    create("s", schedules.Every(TEN), target, misfire="skip")
+    run_pass(clock, at(10))
+    [(first_work, *_)] = works()
+    counts = run_pass(clock, at(35))  # 12:20, 12:30 found late; the 12:10 Work still pending
+    assert (counts.skipped, counts.coalesced) == (1, 0)
+    assert run_pass(clock, at(40)).coalesced == 1
+    assert run_pass(clock, at(50)).coalesced == 1
+    assert occurrences("s") == [
+        (1, "nominal", at(10), at(10), "materialized", first_work),
+        (1, "recovery", at(20), at(30), "skipped", None),
+        (1, "coalesced", at(40), at(50), "pending", None),
+    ]

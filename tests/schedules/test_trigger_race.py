@@ -11,6 +11,7 @@ import pytest
 from django.db import connection
 
 from durable_schedule import schedules
+from durable_schedule.processor import batch as batch_module
 from durable_schedule.processor import process_due
 from durable_schedule.processor import step as step_module
 from tests.schedules.conftest import MINUTE, T0, create, dispatch, rows, set_work_state, works
@@ -37,8 +38,9 @@ def waiting_on_a_lock() -> int:
                 " and wait_event_type = 'Lock'")[0][0]
 
 
+@pytest.mark.parametrize("path", ["alone", "batch"])
 def test_race__work_finishing_while_a_pass_holds_the_slot_still_requeues(
-        committed_clock, target, monkeypatch):
+        committed_clock, target, monkeypatch, path):
     at = lambda minutes: T0 + minutes * MINUTE  # noqa: E731
     create("s", schedules.Every(10 * MINUTE), target)
     committed_clock.set(at(10))
@@ -50,17 +52,22 @@ def test_race__work_finishing_while_a_pass_holds_the_slot_still_requeues(
     rows("update durable_schedule_dispatch set due_at = '-infinity' returning 1")
 
     slot_read, resume = threading.Event(), threading.Event()
-    real_lock_slot = step_module._lock_slot
+    # The single step reads one slot; the batched pass reads the slots of its batch at once.
+    owner, name = (step_module, "_lock_slot") if path == "alone" else \
+        (batch_module._Batch, "_lock_slots")
+    real_lock_slot = getattr(owner, name)
 
-    def pausing_lock_slot(cur, scope_id, schedule_id):
-        occupant = real_lock_slot(cur, scope_id, schedule_id)
+    def pausing_lock_slot(*args):
+        occupant = real_lock_slot(*args)
         slot_read.set()
         resume.wait(30)
         return occupant
 
-    monkeypatch.setattr(step_module, "_lock_slot", pausing_lock_slot)
+    monkeypatch.setattr(owner, name, pausing_lock_slot)
     results: dict = {}
-    holder = in_thread(lambda: process_due(lease_owner="holder"), results, "pass")
+    size = 1 if path == "alone" else 100
+    holder = in_thread(lambda: process_due(lease_owner="holder", batch_size=size), results,
+                       "pass")
     assert slot_read.wait(30)
     finisher = in_thread(lambda: set_work_state(first_work, "succeeded"), results, "finish")
     for _ in range(500):  # until the Work's UPDATE waits for the pass (or finished anyway)

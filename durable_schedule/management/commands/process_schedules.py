@@ -23,6 +23,7 @@ from durable_schedule.observability.logs import print_stop_summary
 from durable_schedule.processor import PassCounts, process_due
 from durable_schedule.processor.processor import default_lease_owner
 from durable_schedule.runner.cli import add_runner_arguments, positive_int
+from durable_schedule.runner.pooler import check_prepared_statements
 from durable_schedule.runner.retry import run_with_retry
 
 
@@ -51,6 +52,10 @@ class Command(BaseCommand):
                                lease_duration=timedelta(seconds=seconds),
                                claim_batch=options["claim_batch"], cancel=cancel)
 
+        try:
+            check_prepared_statements()  # a pooler that drops them: one clear DS415 up front
+        except DurableError as exc:
+            raise CommandError(str(exc)) from exc
         if options["loop"]:
             self._loop(one_pass, verbosity, owner)
             return

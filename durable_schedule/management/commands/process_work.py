@@ -15,11 +15,13 @@ SIGINT (durable_schedule.runner: NOTIFY wake-up, transient-error retry, graceful
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
 
 from durable_schedule import work
 from durable_schedule.errors import DurableError
 from durable_schedule.observability.logs import print_stop_summary
 from durable_schedule.runner.cli import add_runner_arguments, positive_int
+from durable_schedule.runner.pooler import check_prepared_statements
 from durable_schedule.runner.retry import run_with_retry
 from durable_schedule.work.passes import validate_concurrency
 
@@ -62,6 +64,7 @@ class Command(BaseCommand):
             )
 
         try:
+            check_prepared_statements()  # a pooler that drops them: one clear DS415 up front
             if options["loop"]:
                 from durable_schedule.runner.service import serve
 
@@ -72,7 +75,7 @@ class Command(BaseCommand):
             # The same bounded transient retry as process_schedules (docs/protocol/runner.md): a cut
             # connection or a serialization failure rolls the phase back and tries again.
             counts = run_with_retry("work.pass", one_pass)
-        except DurableError as exc:
+        except (DurableError, DatabaseError) as exc:
             raise CommandError(f"process_work failed: {exc}") from exc
         if options["verbosity"] >= 1:
             self.stdout.write(str(counts))

@@ -1,0 +1,336 @@
+"""The batched pass: the claimed schedules of one scope in one scoped runtime transaction
+(docs/architecture.md "One batched pass"; docs/benchmarks.md "Bottlenecks").
+
+The single-schedule step (``step.py``) spends about nine statements and a commit on every
+schedule. Here the claimed schedules of one scope share one ``routed`` transaction and each
+step of the protocol is one multi-row statement for all of them: fences, definitions, claimed
+dispatch rows, slots, pending coalesced occurrences, occurrence inserts, Work acceptance and
+the closing write (cursor moves, Work links, dispatch releases, history). Each schedule's
+decision is :func:`evaluate_generation` on exactly the rows a pass of its own would lock, and
+every multi-row write carries the single-schedule guard per row and reports which rows it
+matched, so a schedule's decision, cursor move and Work link are what they would be alone.
+
+Which schedules take the set-based path: those whose step is one of the shapes that make up
+nearly every pass — a superseded claim, a no-op (inactive definition, nothing due, coalesced
+occurrence still waiting for a busy slot), a nominal or recovery occurrence bridged to Work.
+The others (a fence or clock-jump suspension, a skipped range, a coalesce, a freed pending
+coalesced occurrence, a completion) run the single-schedule step itself (``step._step``),
+statement for statement, inside the same transaction: exact by construction, and rare.
+
+Failure isolation (docs/reliability.md "Batches"):
+
+* a schedule whose generation cannot be evaluated is left out of the batch before anything is
+  written for it (``BatchResult.deferred``); the caller processes it alone after the commit,
+  where it is quarantined exactly as in a pass of its own;
+* anything else that goes wrong — a guard that matched fewer rows than asked, a conflict, a
+  database error — raises out of here, the whole transaction rolls back, and the caller
+  (``processor.process_due``) processes every schedule of the batch alone, one transaction
+  each, so the failing one fails alone and the others make their progress.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from durable_schedule.barriers import (
+    SCHEDULE_BRIDGE_BEFORE_COMMIT,
+    SCHEDULE_DECISION_AFTER_COMMIT,
+    SCHEDULE_DECISION_BEFORE_COMMIT,
+    SCHEDULE_LINK_AFTER_COMMIT,
+    SCHEDULE_WORK_AFTER_ACCEPTANCE,
+    barrier,
+)
+from durable_schedule.errors import SchemaBelowFloor
+from durable_schedule.evaluation.decision import Decision
+from durable_schedule.processor import lifecycle as hooks
+from durable_schedule.processor.batch_work import (
+    BatchAbandoned,
+    WorkBatch,
+    rows_json,
+    run_batch,
+)
+from durable_schedule.processor.bridge import OccurrenceIdentity, bridge
+from durable_schedule.processor.dispatcher import Claim
+from durable_schedule.processor.evaluate import evaluate_generation, generation_fence
+from durable_schedule.processor.step import (
+    ScheduleOutcome,
+    _detail,
+    _event,
+    _fence_mismatch,
+    _Pending,
+    _step,
+)
+from durable_schedule.schedules import records
+from durable_schedule.schedules.records import TERMINAL_WORK_STATES, Definition, Fences
+from durable_schedule.store.transactions import routed
+from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
+
+log = logging.getLogger("durable_schedule.processor")
+
+
+class _Unevaluable(Exception):  # noqa: N818
+    """Stored state the single step refuses as unevaluable (it quarantines the row)."""
+
+
+@dataclass
+class BatchResult:
+    """What one batch did: an outcome per processed claim, the claims left to be processed
+    alone after the commit, and which barrier kinds the batch reached."""
+
+    outcomes: dict[Claim, ScheduleOutcome] = field(default_factory=dict)
+    deferred: list[Claim] = field(default_factory=list)
+    bridged: bool = False
+    decided: bool = False  # at least one decision that accepted no Work
+
+
+@dataclass
+class _Item:
+    """One claimed schedule of the batch, as it moves through the steps."""
+
+    claim: Claim
+    d: Definition | None = None
+    spec: Any = None
+    occupant: Any = None
+    pending: _Pending | None = None
+    decision: Decision | None = None
+    identity: OccurrenceIdentity | None = None
+    bridged: Any = None
+
+    @property
+    def schedule_id(self) -> str:
+        return self.claim.schedule_id
+
+
+def process_batch(claims: list[Claim], lease_owner: str, *,
+                  using: str | None = None) -> BatchResult:
+    """Process the claims of one routing id in one transaction (see the module docstring)."""
+    routing_id = claims[0].routing_id
+    if any(c.routing_id != routing_id for c in claims):
+        raise ValueError("a batch holds the claims of one routing id")
+    with routed(routing_id, using=using) as (cur, scope_id):
+        if scope_id is None:
+            raise BatchAbandoned("no scope is visible behind the claimed routing id")
+        result = _Batch(cur, scope_id, routing_id, claims, lease_owner).run()
+        # One commit covers every schedule of the batch, so each barrier is one point for the
+        # whole batch: reached when at least one schedule would have reached it alone.
+        if result.bridged:
+            barrier(SCHEDULE_BRIDGE_BEFORE_COMMIT)
+        if result.decided:
+            barrier(SCHEDULE_DECISION_BEFORE_COMMIT)
+    if result.bridged:
+        barrier(SCHEDULE_LINK_AFTER_COMMIT)
+    if result.decided:
+        barrier(SCHEDULE_DECISION_AFTER_COMMIT)
+    return result
+
+
+class _Batch:
+    def __init__(self, cur, scope_id: str, routing_id: int, claims: list[Claim],
+                 owner: str) -> None:
+        self.cur, self.scope_id, self.routing_id, self.owner = cur, scope_id, routing_id, owner
+        self.items = [_Item(c) for c in claims]
+        self.result = BatchResult()
+        self.fences: Fences | None = None
+
+    # ------------------------------------------------------------------ reads
+    def run(self) -> BatchResult:
+        cur, scope_id = self.cur, self.scope_id
+        self.fences = fences = records.lock_fences(cur, scope_id)
+        if fences.schema_version < REQUIRED_SCHEMA or fences.compatibility_floor > SCHEMA_VERSION:
+            raise SchemaBelowFloor(f"database schema {fences.schema_version} (floor "
+                                   f"{fences.compatibility_floor}) does not fit this code "
+                                   f"(needs {REQUIRED_SCHEMA}, is {SCHEMA_VERSION})")
+        ids = sorted(i.schedule_id for i in self.items)
+        found = run_batch(cur, "lock_definitions",
+                          {"scope_id": scope_id, "schedule_ids": ids}).fetchall()
+        defs = {row[21]: records._definition(scope_id, row[21], row) for row in found}
+        found = run_batch(cur, "lock_claimed_dispatches",
+                          {"routing_id": self.routing_id, "schedule_ids": ids}).fetchall()
+        leases = {row[0]: (row[1], row[2]) for row in found}
+        released: list[_Item] = []  # no-op: lease released, nothing else written
+        active: list[_Item] = []
+        rare: list[_Item] = []
+        for item in self.items:
+            c = item.claim
+            lease = leases.get(c.schedule_id)
+            base = self._base(c)
+            if lease is None or lease[0] != self.owner or lease[1] != c.dispatch_revision:
+                self.result.outcomes[c] = ScheduleOutcome(**base, action="superseded")
+                continue
+            item.d = d = defs.get(c.schedule_id)
+            if d is None or d.state != "active":
+                self._record(c, ScheduleOutcome(**base, action="noop"), False)
+                released.append(item)
+            elif _fence_mismatch(d, fences) is not None:
+                rare.append(item)  # the step suspends it, with its evidence
+            else:
+                try:
+                    item.spec = d.spec()
+                    fenced = generation_fence(item.spec, d.cursor_utc)
+                except Exception:  # noqa: BLE001 - evaluated alone, where it is quarantined
+                    self.result.deferred.append(c)
+                    continue
+                # A fenced generation (cron time-zone rules changed): the step suspends it.
+                (active if fenced is None else rare).append(item)
+        self._lock_slots(active)
+        fast: list[_Item] = []
+        for item in active:
+            try:
+                item.decision = self._evaluate(item)
+            except Exception:  # noqa: BLE001 - as above: alone, after the commit
+                self.result.deferred.append(item.claim)
+                continue
+            (fast if self._is_fast(item) else rare).append(item)
+        self._write(fast, released)
+        for item in rare:
+            where = {"phase": "lock", "scope_id": scope_id, "schedule_id": item.schedule_id,
+                     "routing_id": self.routing_id}
+            outcome, work = _step(cur, scope_id, item.claim, self.owner, where)
+            self._record(item.claim, outcome, work)
+        return self.result
+
+    def _base(self, c: Claim) -> dict[str, Any]:
+        return {"routing_id": c.routing_id, "scope_id": self.scope_id,
+                "schedule_id": c.schedule_id}
+
+    def _lock_slots(self, active: list[_Item]) -> None:
+        """Slots (the latest linked Work, FOR SHARE), then pending coalesced occurrences (FOR
+        UPDATE): the single step's order, for every evaluated schedule at once."""
+        if not active:
+            return
+        ids = sorted(i.schedule_id for i in active)
+        params = {"scope_id": self.scope_id, "schedule_ids": ids}
+        slots = run_batch(self.cur, "lock_slots", params).fetchall()
+        occupied = {row[0]: row[1] for row in slots if row[2] not in TERMINAL_WORK_STATES}
+        pending = {}
+        for row in run_batch(self.cur, "lock_pending_coalesced", params).fetchall():
+            pending[row[0]] = _Pending(*row[1:])
+        for item in active:
+            item.occupant = occupied.get(item.schedule_id)
+            item.pending = pending.get(item.schedule_id)
+
+    def _evaluate(self, item: _Item) -> Decision:
+        d, pending = item.d, item.pending
+        if pending is not None and pending.generation != d.generation:
+            # The single step refuses this stored state as unevaluable (step._lock_pending):
+            # the caller leaves it to that step, which quarantines it.
+            raise _Unevaluable("foreign pending coalesced occurrence")
+        return evaluate_generation(d, self.fences.clock, item.occupant,
+                                   pending.last if pending else None, spec=item.spec,
+                                   lifecycle=hooks.decide_inputs(self.cur, d))
+
+    @staticmethod
+    def _is_fast(item: _Item) -> bool:
+        """The shapes written set-based; any other runs the single step in this transaction."""
+        decision = item.decision
+        if decision.action not in ("noop", "nominal", "recovery"):
+            return False
+        if decision.action == "noop" and item.pending is not None and item.occupant is None:
+            return False  # the pending coalesced occurrence runs now: the single step does it
+        if decision.action == "nominal" and item.d.jitter is not None:
+            return False  # a jittered Work is due later, with its offset on the occurrence row
+        # A completion rewrites the definition row: the single step's separate statements.
+        return not (decision.next_due is None and item.pending is None)
+
+    # ------------------------------------------------------------------ writes
+    def _write(self, fast: list[_Item], released: list[_Item]) -> None:
+        cur, scope_id, now = self.cur, self.scope_id, self.fences.clock
+        bridging = [i for i in fast if i.decision.action in ("nominal", "recovery")]
+        works = WorkBatch(cur, scope_id, now)
+        for item in bridging:
+            d, dec = item.d, item.decision
+            item.identity = OccurrenceIdentity(scope_id, d.schedule_id, d.generation,
+                                               dec.action, dec.first)
+            works.add(item.schedule_id, item.identity, dec.last, d.target_json)
+        fresh = works.bridge() if works else {}
+        if fresh:
+            barrier(SCHEDULE_WORK_AFTER_ACCEPTANCE)
+        for item in bridging:
+            if item.schedule_id in fresh:
+                occurrence_id, item.bridged = fresh[item.schedule_id]
+                item.identity = replace(item.identity, fresh_id=occurrence_id)
+            else:
+                # The identity existed already: the single step's bridge (lock, compare or
+                # accept), with the link left to the closing statement as there.
+                item.bridged = bridge(cur, item.identity, item.d.target_json, now,
+                                      write_link=False)
+        self._finish(fast, released)
+
+    def _finish(self, fast: list[_Item], released: list[_Item]) -> None:
+        """The closing statement of every set-based schedule (step._Ctx.finish_step per row,
+        and finish_claim for the no-op ones), then each row's counts checked."""
+        steps: list[dict[str, Any]] = []
+        for item in released:
+            steps.append({"schedule_id": item.schedule_id, "revision": None, "old_cursor": None,
+                          "new_cursor": None, "link": None, "due": None, "generation": None,
+                          "event": None, "detail": None, "claim": item.claim})
+        for item in fast:
+            steps.append(self._step_row(item))
+        if not steps:
+            return
+        moved, linked, released_ids = run_batch(self.cur, "finish_steps", {
+            "scope_id": self.scope_id, "routing_id": self.routing_id,
+            "lease_owner": self.owner, "actor": f"processor:{self.owner}",
+            "now": self.fences.clock, "recorded_at": self.fences.clock,
+            "rows": rows_json([_finish_row(s) for s in steps])}).fetchone()
+        want_moved = {s["schedule_id"] for s in steps if s["new_cursor"] is not None}
+        want_linked = {s["schedule_id"] for s in steps if s["link"] is not None}
+        if set(moved) != want_moved or len(moved) != len(want_moved):
+            raise BatchAbandoned("a guarded cursor move matched other rows than asked")
+        if set(linked) != want_linked or len(linked) != len(want_linked):
+            raise BatchAbandoned("a guarded Work link matched other rows than asked")
+        if sorted(released_ids) != sorted(s["schedule_id"] for s in steps):
+            raise BatchAbandoned("a dispatch row no longer carries its claim")
+
+    def _step_row(self, item: _Item) -> dict[str, Any]:
+        """One schedule's part of the closing statement, computed as step._step does."""
+        d, decision, c = item.d, item.decision, item.claim
+        moving = decision.new_cursor != d.cursor_utc
+        bridged, identity = item.bridged, item.identity
+        due = decision.next_due
+        detail = _detail(decision, bridged, identity, item.pending, item.occupant, False, due)
+        event = None
+        if decision.action != "noop" or bridged is not None:
+            event = _event(decision, bridged, False)
+        link = None
+        if bridged is not None and bridged.link_row is not None:
+            link = (bridged.link_row, bridged.link)
+        self._record(c, ScheduleOutcome(
+            **self._base(c), action=decision.action,
+            work_id=bridged.link.work_id if bridged else None,
+            materialized_kind=identity.kind if identity else None, completed=False,
+            first=decision.first, last=decision.last, detail=detail), bridged is not None)
+        return {"schedule_id": item.schedule_id, "revision": d.revision,
+                "old_cursor": d.cursor_utc, "new_cursor": decision.new_cursor if moving else None,
+                "link": link, "due": due, "generation": d.generation, "event": event,
+                "detail": detail, "claim": c}
+
+    def _record(self, claim: Claim, outcome: ScheduleOutcome, work: bool) -> None:
+        self.result.outcomes[claim] = outcome
+        if outcome.action == "superseded":
+            return
+        if work:
+            self.result.bridged = True
+        else:
+            self.result.decided = True
+
+
+def _finish_row(step: dict[str, Any]) -> dict[str, Any]:
+    """One row of "finish steps"; the history detail is the JSON value ``records.to_json``
+    would write as text."""
+    link = step["link"]
+    return {
+        "schedule_id": step["schedule_id"], "revision": step["revision"],
+        "old_cursor": step["old_cursor"], "new_cursor": step["new_cursor"],
+        "link_id": None if link is None else link[0],
+        "work_id": None if link is None else link[1].work_id,
+        "command": None if link is None else link[1].command,
+        "idempotency_key": None if link is None else link[1].idempotency_key,
+        "dispatch_revision": step["claim"].dispatch_revision, "due_at": step["due"],
+        "generation": step["generation"], "event": step["event"],
+        "detail": None if step["detail"] is None else json.loads(
+            records.to_json(step["detail"])),
+    }

@@ -1,0 +1,174 @@
+"""The Work bridge for a batch: new occurrences of many schedules and their Work in one
+statement.
+
+``bridge.bridge()`` inserts one occurrence pending, accepts its Work through
+``work.enqueue.accept_in_scope`` and then writes the link. The link is a pure function of the
+occurrence identity (``derive_link``), so here each new occurrence is inserted already linked
+and its Work — the same request, built by the same ``WorkTarget.to_request`` from the same
+derived identity, with the columns and values of ``accept`` in ``work_queries.sql`` — is
+accepted by the same statement ("bridge occurrences" in
+``store/sql/schedule_batch_queries.sql``). Nothing outside the transaction can tell the two
+apart: a pending, unlinked nominal occurrence is never committed either way. A Work key that
+statement could not insert (a stored Work holds it) is resolved by ``accept_in_scope`` itself,
+which compares and returns the stored Work or raises ``IdempotencyConflict`` — the single
+bridge's answer, row by row.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime
+from typing import Any
+
+from durable_schedule.processor.bridge import (
+    Bridged,
+    OccurrenceIdentity,
+    WorkLink,
+    derive_link,
+)
+from durable_schedule.processor.bridge import _conflict as conflict
+from durable_schedule.store.sqlfiles import query
+from durable_schedule.work import codec
+from durable_schedule.work.enqueue import WorkRequest, accept_in_scope
+from durable_schedule.work.target import WorkTarget
+
+QUERIES = "schedule_batch_queries.sql"
+
+
+def run_batch(cur, name: str, params: dict[str, Any]):
+    """Execute one named query of ``schedule_batch_queries.sql``; returns the cursor."""
+    cur.execute(query(QUERIES, name), params)
+    return cur
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} has no JSON form here")
+
+
+def rows_json(rows: list[dict[str, Any]]) -> str:
+    """The rows of a multi-row statement as one jsonb parameter (see the query file): instants
+    as ISO-8601 text with their offset, uuids as text, JSON values (payloads, details) nested as
+    they are, so the column's jsonb is the same value its canonical text would give."""
+    return json.dumps(rows, ensure_ascii=False, allow_nan=False, default=_plain)
+
+
+class _Template:
+    """What every Work request built from one target in one batch shares: the target's
+    validated request and the values ``accept_in_scope`` would bind for it. Only the identity
+    (work id, command, idempotency key) differs between its occurrences, and the fingerprint
+    does not cover it, so one template request stands for all of them."""
+
+    def __init__(self, target: WorkTarget, now: datetime) -> None:
+        self.target, self.now = target, now
+        probe = target.to_request(command_id="probe", idempotency_key="probe",
+                                  work_id=uuid.uuid4(), accepted_base=now)
+        fp = probe.fingerprint
+        plan = None if probe.policy is None or probe.policy.plan is None else probe.policy.plan
+        self.work_name, self.work_version = probe.work_name, probe.work_version
+        self.fingerprint_schema = fp.schema
+        self.row = {
+            "work_name": probe.work_name,
+            "work_version": probe.work_version,
+            "payload": json.loads(codec.canonical_json(probe.payload)),
+            "provider_safety": probe.provider_safety,
+            "fingerprint_schema": fp.schema,
+            "fingerprint_digest": fp.digest,
+            "retry_policy": json.loads(codec.canonical_json(probe.retry.to_json(),
+                                                            "retry_policy")),
+            "attempt_plan": None if plan is None else json.loads(
+                codec.canonical_json(plan.to_json())),
+            "execution_deadline": probe.deadline,
+            "due_at": probe.due_at,
+        }
+
+    def request(self, derived: WorkLink) -> WorkRequest:
+        """The full request of one occurrence (for the rare compare-or-return)."""
+        return self.target.to_request(
+            command_id=derived.command, idempotency_key=derived.idempotency_key,
+            work_id=derived.work_id, accepted_base=self.now)
+
+    def row_for(self, n: int, derived: WorkLink) -> dict[str, Any]:
+        """The values ``accept_in_scope`` binds for this occurrence's request (work/enqueue.py),
+        as one row of "bridge occurrences"; the history detail gets its source occurrence id
+        in the statement, which creates it."""
+        return {
+            **self.row, "n": n, "work_id": derived.work_id, "command_id": derived.command,
+            "idempotency_key": derived.idempotency_key,
+            "detail": {
+                "command_id": derived.command,
+                "idempotency_key": derived.idempotency_key,
+                "work_name": self.work_name,
+                "work_version": self.work_version,
+                "fingerprint_schema": self.fingerprint_schema,
+            },
+        }
+
+
+class BatchAbandoned(Exception):  # noqa: N818 - an internal signal, never leaves the processor
+    """A multi-row write matched other rows than its guards allow: the batch rolls back and
+    the caller runs its schedules one by one, where the failing one reports its own error."""
+
+
+class WorkBatch:
+    """The new nominal and recovery occurrences of a batch, bridged to Work together."""
+
+    def __init__(self, cur, scope_id: str, now: datetime) -> None:
+        self.cur, self.scope_id, self.now = cur, scope_id, now
+        self._pending: list[tuple[str, OccurrenceIdentity, datetime, WorkLink, _Template]] = []
+        # One template per stored target text: the schedules of one target share it, and
+        # parsing and validating a target is most of the Python work of an acceptance.
+        self._templates: dict[str, _Template] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._pending)
+
+    def add(self, schedule_id: str, identity: OccurrenceIdentity, last: datetime,
+            target_json: Any) -> None:
+        """Queue a new occurrence ``identity`` (range up to ``last``) and its Work."""
+        key = json.dumps(target_json, sort_keys=True, separators=(",", ":"))
+        template = self._templates.get(key)
+        if template is None:
+            template = self._templates[key] = _Template(WorkTarget.from_json(target_json),
+                                                        self.now)
+        self._pending.append((schedule_id, identity, last, derive_link(identity), template))
+
+    def bridge(self) -> dict[str, tuple[int, Bridged]]:
+        """Insert every queued occurrence linked to its derived Work and accept that Work, in
+        one statement. Returns ``{schedule_id: (occurrence id, Bridged)}`` for the occurrences
+        it inserted; one that existed already is absent (the caller bridges it alone)."""
+        rows = []
+        for n, (schedule_id, identity, last, derived, template) in enumerate(self._pending):
+            rows.append({**template.row_for(n, derived), "schedule_id": schedule_id,
+                         "generation": identity.generation, "kind": identity.kind,
+                         "first": identity.first_nominal_utc, "last": last})
+        got = run_batch(self.cur, "bridge_occurrences", {
+            "scope_id": self.scope_id, "now": self.now, "rows": rows_json(rows)}).fetchall()
+        if not got or not got[0][0]:
+            # Not the runtime role in this scope: the single bridge raises the precise error.
+            raise BatchAbandoned("the batch's Work bridge does not run as the runtime in scope")
+        inserted = {row[1]: (int(row[2]), bool(row[3])) for row in got if row[1] is not None}
+        out: dict[str, tuple[int, Bridged]] = {}
+        for schedule_id, identity, _last, derived, template in self._pending:
+            if schedule_id not in inserted:
+                continue
+            occurrence_id, created = inserted[schedule_id]
+            if not created:
+                # A stored Work holds this identity: the single bridge's compare-or-return.
+                accepted = accept_in_scope(self.cur, self.scope_id, template.request(derived),
+                                           source_occurrence_id=occurrence_id)
+                link = WorkLink(_as_uuid(accepted.work_id), accepted.command_id,
+                                accepted.idempotency_key)
+                if link != derived:
+                    raise conflict(identity, derived, link.as_dict(),
+                                   "the Work runtime returned a different Work identity")
+            out[schedule_id] = (occurrence_id, Bridged(derived, created=created))
+        return out
+
+
+def _as_uuid(value: Any) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))

@@ -1,0 +1,115 @@
+"""Riding out a database outage in a ``--loop`` runner (docs/operations.md "Failover").
+
+A managed PostgreSQL failover, a restarted pooler or a network blip makes every statement fail
+for 10-60 s. A bounded pass keeps its 3 transient retries (1.75 s) and exits DS405: cron or the
+orchestrator runs it again. A ``--loop`` runner is the long-lived process an orchestrator keeps
+up, so dying after 1.75 s would take every worker down in each failover. Instead, once the
+pass's own retries are exhausted by a *connection* failure, the loop reconnects with capped
+exponential backoff and full jitter (so a fleet of runners does not reconnect in lockstep) for
+up to ``DURABLE_SCHEDULE['OUTAGE_TOLERANCE_SECONDS']``, then exits non-zero with DS405.
+
+Nothing is lost meanwhile: every committed fact is in the database, a transaction the outage
+cut rolled back, and a lease this runner held expires and is taken over as after any crash.
+
+Logging: each state change once — ``lost`` (WARNING), ``still down`` (WARNING, at the first
+failed reconnect), ``restored`` (WARNING, with the outage's length) — not a line per attempt.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+
+from django.db import DatabaseError, InterfaceError, OperationalError, connections
+
+from durable_schedule import conf
+from durable_schedule.errors import RetriesExhausted
+from durable_schedule.runner import state
+from durable_schedule.runner.retry import sqlstate_of
+
+log = logging.getLogger("durable_schedule.runner")
+
+#: First reconnect delay and its cap, in seconds (before jitter).
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 10.0
+
+_CONNECTION_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
+
+
+def is_connection_loss(exc: BaseException) -> bool:
+    """The database (or the pooler in front of it) is unreachable, as opposed to a statement
+    that failed: a connection-exception SQLSTATE (class 08), a server shutdown, or a dropped
+    connection without any SQLSTATE. Looks through RetriesExhausted to its cause."""
+    cur: BaseException | None = exc
+    for _ in range(10):
+        if cur is None:
+            return False
+        if not isinstance(cur, RetriesExhausted):
+            break
+        cur = cur.__cause__
+    state_ = sqlstate_of(cur)
+    if state_ is not None:
+        return state_.startswith("08") or state_ in _CONNECTION_SQLSTATES
+    return isinstance(cur, (OperationalError, InterfaceError))
+
+
+def backoff_delays(rng: random.Random | None = None):
+    """Capped exponential backoff with full jitter: delay n is uniform in [0, min(cap, base*2^n)],
+    never below a tenth of the base (so a loop never spins)."""
+    rng = rng or random.Random()
+    ceiling = BACKOFF_BASE
+    while True:
+        yield max(BACKOFF_BASE / 10, rng.uniform(0, ceiling))
+        ceiling = min(BACKOFF_CAP, ceiling * 2)
+
+
+def _database_answers() -> None:
+    conn = connections[conf.database_alias()]
+    conn.close()  # whatever it held belongs to the lost session
+    conn.ensure_connection()
+    with conn.cursor() as cur:
+        cur.execute("select 1")
+
+
+def ride_out(name: str, error: BaseException, stop, *,
+             probe: Callable[[], None] = _database_answers,
+             clock: Callable[[], float] = time.monotonic) -> bool:
+    """Wait until the database answers again; True when it does, False when ``stop`` was set.
+
+    Raises RetriesExhausted (DS405) once the outage has lasted longer than the tolerance.
+    """
+    tolerance = conf.outage_tolerance_seconds()
+    started = clock()
+    state.connection_lost(name)
+    log.warning("%s runner: database connection lost, reconnecting for up to %.0fs: %s",
+                name, tolerance, str(error).strip(), extra={"runner": name, "outage": "lost"})
+    said_still_down = False
+    last: BaseException = error
+    for delay in backoff_delays():
+        elapsed = clock() - started
+        if elapsed >= tolerance:
+            raise RetriesExhausted(
+                f"{name} runner: the database stayed unreachable for {elapsed:.0f}s, longer "
+                f"than DURABLE_SCHEDULE['OUTAGE_TOLERANCE_SECONDS'] = {tolerance:g}; last: "
+                f"{type(last).__name__}: {str(last).strip()}",
+                phase=f"{name}.reconnect") from last
+        if stop.wait(min(delay, max(0.0, tolerance - elapsed))):
+            return False
+        try:
+            probe()
+        except DatabaseError as exc:
+            last = exc
+            if not said_still_down:
+                said_still_down = True
+                log.warning("%s runner: database still down after %.1fs, retrying with backoff"
+                            " up to %.0fs apart: %s", name, clock() - started, BACKOFF_CAP,
+                            str(exc).strip(), extra={"runner": name, "outage": "still_down"})
+            continue
+        seconds = clock() - started
+        state.connection_restored(name, seconds)
+        log.warning("%s runner: database connection restored after %.1fs", name, seconds,
+                    extra={"runner": name, "outage": "restored"})
+        return True
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,180 @@
+-- Named queries of the batched schedule pass (docs/architecture.md "One batched pass"): the
+-- claimed schedules of one scope read and written with one statement per step instead of one
+-- per schedule. Not a migration: loaded at runtime with
+-- sqlfiles.query("schedule_batch_queries.sql", name), like schedule_queries.sql, whose
+-- single-schedule statements these mirror row for row: every guard of a single-schedule write
+-- is in the WHERE clause of its multi-row form, and each statement RETURNS the schedule ids it
+-- matched so the caller checks every row's count (STYLE 5), not just a total.
+--
+-- The rows of a multi-row write travel as one jsonb array of objects, unpacked by
+-- jsonb_to_recordset with the column types named here (each value goes through its type's
+-- input function, as a bound parameter would): one parameter instead of a dozen arrays, which
+-- the driver would otherwise encode element by element in Python. "n" is the row's position.
+--
+-- Lock order is the single-schedule order, applied to the whole batch step by step: fences
+-- (the caller reuses "lock fences"), then definitions, then dispatch rows, then the slot Work,
+-- then occurrences; within a step existing rows are locked in schedule_id order, so two
+-- batches that overlap (a lease takeover) lock in the same order and cannot deadlock each
+-- other. New rows are inserted in claim order (due time), as one pass per schedule would.
+
+-- name: lock definitions -- the batch's definitions FOR UPDATE, with their active generations.
+SELECT d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_generation,
+       d.cursor_utc, d.suspension_reason, d.suspension_evidence::text, d.suspended_at,
+       d.created_at, d.updated_at,
+       g.kind, g.spec::text, g.accepted_at_utc, g.target::text, g.overlap_policy,
+       g.misfire_policy, g.safety_window, g.evaluator_version, g.created_by, d.schedule_id,
+       d.paused_at, d.paused_by, d.pause_note, d.resumed_at, d.missed::text, g.start_at,
+       g.end_at, g.max_runs, g.jitter
+  FROM durable_schedule_definition d
+  LEFT JOIN durable_schedule_generation g
+    ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id
+   AND g.generation = d.active_generation
+ WHERE d.scope_id = %(scope_id)s AND d.schedule_id = ANY (%(schedule_ids)s::text[])
+ ORDER BY d.schedule_id
+   FOR UPDATE OF d
+
+-- name: lock claimed dispatches -- the claimed rows FOR UPDATE: which still carry our lease?
+SELECT schedule_id, lease_owner, dispatch_revision
+  FROM durable_schedule_dispatch
+ WHERE scope_routing_id = %(routing_id)s AND schedule_id = ANY (%(schedule_ids)s::text[])
+ ORDER BY schedule_id
+   FOR UPDATE
+
+-- name: lock slots -- per schedule, the Work of its latest linked occurrence, FOR SHARE
+-- ("lock slot" in schedule_queries.sql, for every schedule of the batch at once).
+SELECT s.schedule_id, w.work_id, w.state
+  FROM unnest(%(schedule_ids)s::text[]) AS s(schedule_id)
+ CROSS JOIN LATERAL (
+        SELECT x.scope_id, x.work_id FROM durable_schedule_occurrence x
+         WHERE x.scope_id = %(scope_id)s AND x.schedule_id = s.schedule_id
+           AND x.work_id IS NOT NULL
+         ORDER BY x.id DESC
+         LIMIT 1) o
+  JOIN durable_work w ON w.scope_id = o.scope_id AND w.work_id = o.work_id
+ ORDER BY s.schedule_id
+   FOR SHARE OF w
+
+-- name: lock pending coalesced -- every pending coalesced occurrence of the batch, FOR UPDATE.
+SELECT schedule_id, id, generation, first_nominal_utc, last_nominal_utc
+  FROM durable_schedule_occurrence
+ WHERE scope_id = %(scope_id)s AND schedule_id = ANY (%(schedule_ids)s::text[])
+   AND kind = 'coalesced' AND state = 'pending'
+ ORDER BY schedule_id
+   FOR UPDATE
+
+-- name: bridge occurrences -- the batch's new nominal and recovery occurrences and their Work
+-- in one statement: each occurrence identity inserted already linked to the Work identity
+-- derived from it (processor/bridge.py: a pure function of the identity, so the link is known
+-- before the Work exists), then "accept" of work_queries.sql for those rows: the Work, its
+-- dispatch row and its accepted history row. The guard is "accept"'s proof of role and scope
+-- (the single step's runtime proof) and gates both inserts. An identity that
+-- already exists inserts nothing here (the caller bridges it as the single step does, compare
+-- or return); a Work key that already exists is resolved by the caller through
+-- accept_in_scope (compare-or-return). The Work's foreign key to its source occurrence is
+-- checked at the end of the statement, when both rows exist.
+WITH guard AS (
+    SELECT current_user = 'durable_runtime'
+           AND NULLIF(pg_catalog.current_setting('durable_schedule.scope_id', true), '')
+               = %(scope_id)s AS ok
+), clock AS (
+    SELECT durable_schedule_clock('clock') AS now
+), req AS (
+    SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb)
+           AS r(n integer, schedule_id text, generation integer, kind text, first timestamptz,
+                last timestamptz, work_id uuid, command_id text, idempotency_key text,
+                work_name text, work_version text, payload jsonb, provider_safety text,
+                fingerprint_schema text, fingerprint_digest text, retry_policy jsonb,
+                attempt_plan jsonb, execution_deadline timestamptz, due_at timestamptz,
+                detail jsonb)
+), occ AS (
+    INSERT INTO durable_schedule_occurrence (scope_id, schedule_id, generation, kind,
+            first_nominal_utc, last_nominal_utc, state, work_id, work_command,
+            work_idempotency_key, created_at, updated_at)
+    SELECT %(scope_id)s, r.schedule_id, r.generation, r.kind, r.first, r.last, 'materialized',
+           r.work_id, r.command_id, r.idempotency_key, %(now)s, %(now)s
+      FROM req r, guard
+     WHERE guard.ok
+     ORDER BY r.n
+    ON CONFLICT (scope_id, schedule_id, generation, kind, first_nominal_utc) DO NOTHING
+    RETURNING id, schedule_id
+), work AS (
+    INSERT INTO durable_work (scope_id, work_id, command_id, idempotency_key, work_name,
+                              work_version, payload, provider_safety, fingerprint_schema,
+                              fingerprint_digest, retry_policy, attempt_plan, execution_deadline,
+                              accepted_at, due_at, accepted_due_at, source_occurrence_id,
+                              updated_at)
+    SELECT %(scope_id)s, r.work_id, r.command_id, r.idempotency_key, r.work_name,
+           r.work_version, r.payload, r.provider_safety, r.fingerprint_schema,
+           r.fingerprint_digest, r.retry_policy, r.attempt_plan,
+           r.execution_deadline, clock.now, coalesce(r.due_at, clock.now),
+           coalesce(r.due_at, clock.now), occ.id, clock.now
+      FROM occ JOIN req r ON r.schedule_id = occ.schedule_id, clock
+     ORDER BY r.n
+    ON CONFLICT DO NOTHING
+    RETURNING id, scope_id, work_id, due_at, accepted_at, state, source_occurrence_id
+), dispatch AS (
+    INSERT INTO durable_work_dispatch (scope_routing_id, work_ref, due_at)
+    SELECT s.routing_id, work.id, work.due_at
+      FROM work JOIN durable_schedule_scope s ON s.scope_id = work.scope_id
+), history AS (
+    INSERT INTO durable_work_history (scope_id, work_id, event, attempt, actor, detail,
+                                      recorded_at)
+    SELECT work.scope_id, work.work_id, 'accepted', NULL, '',
+           r.detail || jsonb_build_object('source_occurrence_id', work.source_occurrence_id),
+           work.accepted_at
+      FROM work JOIN req r ON r.work_id = work.work_id
+)
+SELECT guard.ok, occ.schedule_id, occ.id, work.work_id IS NOT NULL
+  FROM guard
+  LEFT JOIN occ ON true
+  LEFT JOIN work ON work.source_occurrence_id = occ.id
+
+-- name: finish steps -- "finish step" of schedule_queries.sql for the whole batch: the cursor
+-- moves, the Work links the single bridge left to write (an occurrence that existed already), the dispatch releases (next due time, lease
+-- cleared, revision bumped: also the "finish claim" of a no-op or suspended schedule) and the
+-- history rows, each part with its single-schedule guard. A null value skips that part for
+-- that schedule. Returns, per part, the schedule ids it matched; the caller compares them
+-- with what it asked for and raises on any difference (rolling the whole batch back).
+WITH steps AS (
+    SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb)
+           AS s(schedule_id text, revision bigint, old_cursor timestamptz,
+                new_cursor timestamptz, link_id bigint, work_id uuid, command text,
+                idempotency_key text, dispatch_revision bigint, due_at timestamptz,
+                generation integer, event text, detail jsonb)
+), cursor_moved AS (
+    UPDATE durable_schedule_definition d
+       SET cursor_utc = s.new_cursor, updated_at = %(now)s::timestamptz
+      FROM steps s
+     WHERE s.new_cursor IS NOT NULL
+       AND d.scope_id = %(scope_id)s::text AND d.schedule_id = s.schedule_id
+       AND d.revision = s.revision AND d.state = 'active'
+       AND d.cursor_utc = s.old_cursor AND s.new_cursor > d.cursor_utc
+    RETURNING d.schedule_id
+), linked AS (
+    UPDATE durable_schedule_occurrence o
+       SET work_id = s.work_id, work_command = s.command,
+           work_idempotency_key = s.idempotency_key, state = 'materialized',
+           updated_at = %(now)s::timestamptz
+      FROM steps s
+     WHERE s.link_id IS NOT NULL
+       AND o.scope_id = %(scope_id)s::text AND o.id = s.link_id AND o.state = 'pending'
+       AND o.work_id IS NULL
+    RETURNING o.schedule_id
+), released AS (
+    UPDATE durable_schedule_dispatch x
+       SET due_at = s.due_at, lease_owner = NULL, lease_expires_at = NULL,
+           dispatch_revision = x.dispatch_revision + 1
+      FROM steps s
+     WHERE x.scope_routing_id = %(routing_id)s AND x.schedule_id = s.schedule_id
+       AND x.lease_owner = %(lease_owner)s::text AND x.dispatch_revision = s.dispatch_revision
+    RETURNING x.schedule_id
+), history AS (
+    INSERT INTO durable_schedule_history (scope_id, schedule_id, generation, event, actor,
+            detail, recorded_at)
+    SELECT %(scope_id)s::text, s.schedule_id, s.generation, s.event, %(actor)s::text,
+           s.detail, %(recorded_at)s::timestamptz
+      FROM steps s
+     WHERE s.event IS NOT NULL
+)
+SELECT ARRAY(SELECT schedule_id FROM cursor_moved), ARRAY(SELECT schedule_id FROM linked),
+       ARRAY(SELECT schedule_id FROM released)

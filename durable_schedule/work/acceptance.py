@@ -1,0 +1,216 @@
+"""The acceptance statement: 1..n enqueue requests in one round trip (docs/work.md, "Accepting").
+
+Every new Work is written by one SQL function, ``durable_schedule_accept_work`` (store/sql/
+0008_acceptance.sql), called once per ``enqueue`` or ``enqueue_many``: it enters the runtime
+role and the scope, inserts Work + dispatch row + ``accepted`` history row for every new item
+(the dispatch insert's trigger sends the wake-up NOTIFY), compares every other item with the row
+that holds its identity, and restores the caller's role and scope. Python prepares the items
+(validation and fingerprints happen in :class:`~durable_schedule.work.enqueue.WorkRequest`,
+before anything is sent) and turns the per-item statuses into results or errors.
+
+Before the statement, the items of one call are checked against each other: the same identity
+twice with the same facts is sent once (both positions get the same result), with different
+facts it is an ``IdempotencyConflict`` (DS207), and so is one explicit work id under two
+identities. Nothing is written in either case.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import DatabaseError
+
+from durable_schedule.errors import (
+    IdempotencyConflict,
+    InvalidArgument,
+    WorkFactsTampered,
+    WrongRole,
+)
+from durable_schedule.store.sqlfiles import query
+
+_QUERIES = "acceptance_queries.sql"
+#: An ``enqueue_many`` call carries at most this many requests: one statement, one jsonb
+#: parameter; a bigger import is several calls (each all-or-nothing).
+MAX_BATCH = 1000
+
+
+@dataclass(frozen=True)
+class AcceptedWork:
+    """The accepted Work: its identity, current state and acceptance instant."""
+
+    work_id: uuid.UUID
+    command_id: str
+    idempotency_key: str
+    state: str
+    accepted_at: datetime
+    created: bool
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _item(position: int, request, source_occurrence_id: int | None) -> dict[str, Any]:
+    fp = request.fingerprint
+    plan = None if request.policy is None else request.policy.plan
+    return {
+        "item": position,
+        "work_id": str(request.work_id or uuid.uuid4()),
+        "explicit": request.work_id is not None,
+        "command_id": request.command_id,
+        "idempotency_key": request.idempotency_key,
+        "work_name": request.work_name,
+        "work_version": request.work_version,
+        "payload": request.payload,
+        "provider_safety": request.provider_safety,
+        "fingerprint_schema": fp.schema,
+        "fingerprint_digest": fp.digest,
+        "retry_policy": request.retry_json,
+        "attempt_plan": None if plan is None else plan.to_json(),
+        "execution_deadline": _iso(request.deadline),
+        "due_at": _iso(request.due_at),
+        "source_occurrence_id": source_occurrence_id,
+    }
+
+
+def _source_id(value: object) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise InvalidArgument("source_occurrence_id must be an int or None")
+    return value
+
+
+def _unique(scope_id: str, requests: Sequence, source_ids: Sequence) -> tuple[list, list[int]]:
+    """The distinct requests to send, and for each input position the index of its item."""
+    by_identity: dict[tuple[str, str], int] = {}
+    by_work_id: dict[uuid.UUID, tuple[str, str]] = {}
+    items: list[tuple[Any, int | None]] = []
+    slot: list[int] = []
+    for position, (request, source_id) in enumerate(zip(requests, source_ids, strict=True)):
+        identity = (request.command_id, request.idempotency_key)
+        if request.work_id is not None:
+            holder = by_work_id.setdefault(request.work_id, identity)
+            if holder != identity:
+                raise IdempotencyConflict(
+                    "one work id is named by two requests with different identities",
+                    scope=scope_id, work_id=str(request.work_id), item=position)
+        seen = by_identity.get(identity)
+        if seen is None:
+            by_identity[identity] = len(items)
+            slot.append(len(items))
+            items.append((request, source_id))
+            continue
+        earlier, _ = items[seen]
+        if earlier.fingerprint != request.fingerprint or (
+                earlier.work_id is not None and request.work_id is not None
+                and earlier.work_id != request.work_id):
+            raise IdempotencyConflict(
+                "the same command and idempotency key appear twice with different facts",
+                scope=scope_id, command_id=identity[0], idempotency_key=identity[1],
+                item=position)
+        if earlier.work_id is None and request.work_id is not None:
+            items[seen] = (request, source_id)  # the explicit work id is the one to honour
+        slot.append(seen)
+    return items, slot
+
+
+@dataclass
+class Sent:
+    """The answer of one acceptance statement, turned into results by :meth:`results`
+    (outside the caller's atomic block: a refusal must not mark it for rollback)."""
+
+    scope_id: str
+    requests: list
+    items: list
+    slot: list[int]
+    rows: list[tuple]
+
+    def results(self) -> list[AcceptedWork]:
+        """One result per request, in order; raises the refusal of the first refused item."""
+        rows = self.rows
+        if rows and rows[0][1] == "not_scoped":
+            raise WrongRole("accepting Work needs a cursor inside a scoped runtime transaction "
+                            "for this scope", scope=self.scope_id)
+        refused = [row for row in rows if row[1] not in ("created", "duplicate", "rolled_back")]
+        if refused:
+            first = refused[0]
+            raise _refusal(self.scope_id, self.items[first[0]][0], first, len(self.requests),
+                           [(self.slot.index(r[0]), r[1]) for r in refused])
+        by_item = {row[0]: row for row in rows}
+        out = []
+        for position, request in enumerate(self.requests):
+            _, status, work_id, state, accepted_at, _facts = by_item[self.slot[position]]
+            out.append(AcceptedWork(work_id, request.command_id, request.idempotency_key,
+                                    state, accepted_at, status == "created"))
+        return out
+
+
+@dataclass
+class Prepared:
+    """Validated, de-duplicated requests and the statement's parameter, ready to send. Built
+    before any cursor is opened, so a refusal here touches no transaction."""
+
+    scope_id: str
+    requests: list
+    items: list
+    slot: list[int]
+    parameter: str
+
+    def send(self, cur, *, enter: bool) -> Sent:
+        """Run the acceptance statement on ``cur`` (see the module docstring).
+
+        ``enter=True``: the statement enters role and scope itself (``enqueue``);
+        ``enter=False``: ``cur`` must already be inside a scoped runtime transaction for the
+        scope (the bridge), else the results raise WrongRole (DS302).
+        """
+        try:
+            cur.execute(query(_QUERIES, "accept"), [self.scope_id, self.parameter, enter])
+        except DatabaseError as exc:
+            if "DS302" in str(exc):
+                raise WrongRole(str(exc).split("\n")[0], scope=self.scope_id) from exc
+            raise
+        return Sent(self.scope_id, self.requests, self.items, self.slot, cur.fetchall())
+
+
+def prepare(scope_id: str, requests: Sequence, source_ids: Sequence | None = None) -> Prepared:
+    """Check the requests of one call against each other and encode them (no database)."""
+    requests = list(requests)
+    if not requests:
+        raise InvalidArgument("enqueue_many needs at least one request")
+    if len(requests) > MAX_BATCH:
+        raise InvalidArgument(f"enqueue_many takes at most {MAX_BATCH} requests per call",
+                              got=len(requests))
+    source_ids = [None] * len(requests) if source_ids is None else list(source_ids)
+    for value in source_ids:
+        _source_id(value)
+    items, slot = _unique(scope_id, requests, source_ids)
+    parameter = json.dumps([_item(i, r, s) for i, (r, s) in enumerate(items)],
+                           ensure_ascii=False, separators=(",", ":"))
+    return Prepared(scope_id, requests, items, slot, parameter)
+
+
+def _refusal(scope_id: str, request, row, total: int, refused: list[tuple[int, str]]):
+    _, status, work_id, _state, _accepted_at, facts = row
+    context: dict[str, Any] = {"scope": scope_id, "command_id": request.command_id,
+                               "idempotency_key": request.idempotency_key}
+    if total > 1:
+        context["refused_items"] = refused
+    tail = "" if total == 1 else f" (nothing of the {total} requests was written)"
+    if status == "tampered":
+        return WorkFactsTampered(
+            "the stored Work no longer matches its fingerprint: its facts were changed after "
+            "acceptance" + tail, work_id=str(work_id), changed_facts=list(facts or ()),
+            **context)
+    if status == "work_id_taken":
+        return IdempotencyConflict("the work id is already used by another command" + tail,
+                                   work_id=str(work_id), **context)
+    if status == "other_work_id":
+        return IdempotencyConflict("the same command was accepted under another work id" + tail,
+                                   stored_work_id=str(work_id), **context)
+    return IdempotencyConflict(
+        "the same command and idempotency key were accepted with different facts" + tail,
+        stored_work_id=str(work_id), **context)
