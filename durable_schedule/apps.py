@@ -1,4 +1,23 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+def _revoke_public_execute(sender, using="default", **kwargs) -> None:
+    """After every ``migrate`` (docs/security.md "Functions"): no store function may stay
+    executable by PUBLIC, including one django-pgtrigger's own post_migrate installer created
+    for a new trigger. Connected without a sender, so it also runs after pgtrigger's handler
+    whatever the order of INSTALLED_APPS; idempotent and one catalog query when nothing is open."""
+    from django.db import connections
+
+    from durable_schedule.store.inspection import revoke_public_execute
+
+    conn = connections[using]
+    if conn.vendor != "postgresql":
+        return
+    with conn.cursor() as cur:
+        cur.execute("select to_regclass('durable_schedule_store') is not null")
+        if cur.fetchone()[0]:
+            revoke_public_execute(cur)
 
 
 class DurableScheduleConfig(AppConfig):
@@ -12,6 +31,7 @@ class DurableScheduleConfig(AppConfig):
         from durable_schedule import checks  # noqa: F401
         from durable_schedule.operations import deploy_checks  # noqa: F401  (check --deploy)
 
+        post_migrate.connect(_revoke_public_execute, dispatch_uid="durable_schedule_no_public")
         _load_tasks_backend()
 
 

@@ -33,6 +33,9 @@ DEFAULTS: dict[str, Any] = {
     # transaction mode that cannot keep prepared statements (PgBouncer < 1.21, or without
     # ``max_prepared_statements``): docs/operations.md "Prepared statements and poolers".
     "PREPARE_STATEMENTS": True,
+    # The Work queue names enqueue accepts (docs/work.md "Queues and priorities"); None accepts
+    # any name. A worker serves every queue unless `process_work --queue` names some.
+    "QUEUES": None,
     # How long a --loop runner waits for the database to come back after a connection loss
     # (failover, pooler restart) before it exits with DS405: docs/operations.md "Failover and
     # database outages".
@@ -82,6 +85,11 @@ def max_idle_seconds() -> float:
 
 def prepare_statements() -> bool:
     return bool(_get("PREPARE_STATEMENTS"))
+
+
+def queues() -> frozenset[str] | None:
+    value = _get("QUEUES")
+    return None if value is None else frozenset(value)
 
 
 def outage_tolerance_seconds() -> float:
@@ -150,6 +158,12 @@ def validate() -> None:
     if type(batch) is not int or not 1 <= batch <= 1000:
         raise ValueError("DURABLE_SCHEDULE['SCHEDULE_BATCH'] must be an integer from 1 to 1000")
     _validate_default_scope(default_scope())
+    listed = _get("QUEUES")
+    if listed is not None and (isinstance(listed, str) or not all(
+            isinstance(q, str) and q and q == q.strip() and len(q) <= 200 for q in listed)
+            or not listed):
+        raise ValueError("DURABLE_SCHEDULE['QUEUES'] must be None or a non-empty list of "
+                         "queue names (1-200 characters, no surrounding spaces)")
     if max_idle_seconds() <= 0:
         raise ValueError("DURABLE_SCHEDULE['MAX_IDLE_SECONDS'] must be positive")
     tolerance = _get("OUTAGE_TOLERANCE_SECONDS")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from django.db.migrations.exceptions import IrreversibleError
+
 
 class DurableError(Exception):
     """Base of every error raised by durable_schedule."""
@@ -115,8 +117,8 @@ class UnevaluableGeneration(ScheduleError):
 class InvalidIdentifier(DurableError):
     code = "DS115"
     next_action = (
-        "Identifiers are 1-200 characters without control characters or surrounding "
-        "spaces."
+        "Identifiers are 1-200 characters, not only whitespace, without surrounding spaces and "
+        "without control, format or separator characters (docs/security.md \"Identifiers\")."
     )
 
 
@@ -380,7 +382,7 @@ class AttemptCancelled(WorkError):
     )
 
 
-# DS241-DS245: the django.tasks backend (docs/tasks.md).
+# DS241-DS245: the django.tasks backend and Work queues (docs/tasks.md, docs/work.md).
 class InvalidTaskArguments(WorkError, TypeError):
     code = "DS241"
     next_action = (
@@ -394,6 +396,14 @@ class TaskOptionsConflict(WorkError):
     next_action = (
         "One task module path is one Work definition per version: give changed options "
         "(safety, policy) a new version option, and define the task once per process."
+    )
+
+
+class InvalidQueue(WorkError):
+    code = "DS244"
+    next_action = (
+        "Use a queue named in DURABLE_SCHEDULE['QUEUES'] (or add it there); "
+        "docs/work.md \"Queues and priorities\"."
     )
 
 
@@ -412,7 +422,10 @@ class SecurityError(DurableError):
 
 class InvalidScope(SecurityError):
     code = "DS301"
-    next_action = "Pass a scope id of 1-200 characters without control characters."
+    next_action = (
+        "Pass a scope id of 1-200 characters, not only whitespace, without control, format or "
+        "separator characters (docs/security.md \"Identifiers\")."
+    )
 
 
 class WrongRole(SecurityError):
@@ -438,6 +451,14 @@ class ScopeLost(SecurityError):
     next_action = "A savepoint rollback undid the scope setting: open a new scoped block."
 
 
+class ScopeNotFound(SecurityError):
+    code = "DS306"
+    next_action = (
+        "Check the scope id: a scope exists once something was written into it (or "
+        "operations.provisioning.provision_scope created it); reads never create one."
+    )
+
+
 # ---------------------------------------------------------------- DS4xx operations
 class OperationsError(DurableError):
     code = "DS400"
@@ -461,7 +482,10 @@ class TransientDatabaseError(OperationsError):
 
 class InvalidLease(OperationsError):
     code = "DS404"
-    next_action = "Lease owner: non-blank, no control characters; lease: > 0 and <= 10 minutes."
+    next_action = (
+        "Lease owner: the identifier rule (docs/security.md \"Identifiers\"); lease: a plain "
+        "duration (no month or day part) > 0 and <= 10 minutes."
+    )
 
 
 class RetriesExhausted(OperationsError):
@@ -479,6 +503,17 @@ class PartitionMaintenanceFailed(OperationsError):
     next_action = "Run `manage.py durable_partitions` as the migration owner."
 
 
+class ForwardOnlyStore(OperationsError, IrreversibleError):
+    """Raised when a migration of this package is reversed; it is also Django's
+    ``IrreversibleError``, so ``migrate`` stops the way it does for any irreversible migration."""
+
+    code = "DS409"
+    next_action = (
+        "The store is forward-only: nothing was changed. To go back, restore a backup taken "
+        "before the migration, then `manage.py durable_recover --bump-epoch`."
+    )
+
+
 class ScopeRequired(InvalidArgument):
     code = "DS410"
     next_action = ("Pass the scope, or set DURABLE_SCHEDULE['DEFAULT_SCOPE'] in a single-tenant "
@@ -490,7 +525,8 @@ class InvalidDefaultScope(OperationsError, ValueError):
 
     code = "DS411"
     next_action = ("Set DURABLE_SCHEDULE['DEFAULT_SCOPE'] to None or to a scope id: 1-200 "
-                   "characters, no control characters, no surrounding spaces.")
+                   "characters, not only whitespace, no control, format or separator characters, "
+                   "no surrounding spaces (docs/security.md \"Identifiers\").")
 
 
 class InvalidHeartbeat(OperationsError):

@@ -4,6 +4,7 @@ import pgtrigger.compiler
 import pgtrigger.migrations
 from django.db import migrations, models
 
+from durable_schedule.store.forward_only import RefuseReverse
 from durable_schedule.store.sqlfiles import read
 
 
@@ -289,4 +290,6 @@ class Migration(migrations.Migration):
         ),
             # Keys, roles, clock seam, RLS, grants and trusted functions.
         migrations.RunSQL(read("0002_security.sql"), reverse_sql=migrations.RunSQL.noop),
+        # Forward-only store: reversing raises DS409 before anything changes.
+        RefuseReverse("0001_initial"),
     ]

@@ -1,5 +1,6 @@
 from django.db import migrations
 
+from durable_schedule.store.forward_only import RefuseReverse
 from durable_schedule.store.sqlfiles import read
 
 
@@ -8,4 +9,6 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.RunSQL(read("0005_runner.sql"), reverse_sql=migrations.RunSQL.noop),
+        # Forward-only store: reversing raises DS409 before anything changes.
+        RefuseReverse("0004_runner"),
     ]

@@ -1,15 +1,15 @@
 from django.db import migrations, models
 
-from durable_schedule.store.sqlfiles import read
+from durable_schedule.store.forward_only import RefuseReverse, run_sql_file
 
 
 class Migration(migrations.Migration):
     dependencies = [("durable_schedule", "0004_runner")]
 
-    # Forward-only (docs/operations.md): no reverse SQL, so Django refuses to unapply it with
-    # IrreversibleError instead of leaving a half-removed store.
+    # Forward-only (docs/operations.md): RefuseReverse (last) raises DS409, Django's
+    # IrreversibleError, before anything is unapplied.
     operations = [
-        migrations.RunSQL(read("0006_operations_health.sql")),
+        run_sql_file("0006_operations_health.sql"),
         migrations.CreateModel(
             name="RunnerHeartbeat",
             fields=[
@@ -30,4 +30,5 @@ class Migration(migrations.Migration):
                      "verbose_name": "runner", "verbose_name_plural": "runners and health",
                      "default_permissions": ("view",)},
         ),
+        RefuseReverse("0005_operations_health"),
     ]

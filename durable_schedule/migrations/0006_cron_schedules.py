@@ -1,5 +1,6 @@
 from django.db import migrations, models
 
+from durable_schedule.store.forward_only import RefuseReverse
 from durable_schedule.store.sqlfiles import read
 
 
@@ -27,4 +28,6 @@ class Migration(migrations.Migration):
             ],
         ),
         migrations.RunPython(migrations.RunPython.noop, reverse_code=_irreversible),
+        # Reversed first: Django's IrreversibleError (DS409) before anything is unapplied.
+        RefuseReverse("0006_cron_schedules"),
     ]

@@ -1,6 +1,7 @@
 from django.db import migrations, models
 from django.db.migrations.exceptions import IrreversibleError
 
+from durable_schedule.store.forward_only import RefuseReverse
 from durable_schedule.store.sqlfiles import read
 
 
@@ -29,4 +30,6 @@ class Migration(migrations.Migration):
             ],
         ),
         migrations.RunPython(migrations.RunPython.noop, _forward_only),
+        # Reversed first: Django's IrreversibleError (DS409) before anything is unapplied.
+        RefuseReverse("0007_acceptance"),
     ]

@@ -9,7 +9,6 @@ database; the function checks them again before it changes a row.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -18,12 +17,12 @@ from django.db import DataError
 from durable_schedule.errors import InvalidLease
 from durable_schedule.observability.metrics import timed_claim
 from durable_schedule.schedules.records import run
+from durable_schedule.store import identifiers
 from durable_schedule.store.transactions import dispatcher_transaction
 
 #: The claim function's bounds (0002_security.sql).
 MAX_LEASE = timedelta(minutes=10)
 MAX_ROWS = 1000
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -36,11 +35,14 @@ class Claim:
 
 
 def validate_lease(lease_owner: object, lease_duration: object) -> tuple[str, timedelta]:
-    """Owner: 1-200 characters, not blank, no control characters; lease: > 0 and <= 10 min."""
-    if (not isinstance(lease_owner, str) or not lease_owner.strip()
-            or _CONTROL.search(lease_owner) or len(lease_owner) > 200):
+    """Owner: 1-200 characters under the identifier rule (store/identifiers.py); lease: a
+    timedelta > 0 and <= 10 min (a timedelta has no calendar parts, so this is the applied
+    lease the claim function checks again)."""
+    if (not isinstance(lease_owner, str) or len(lease_owner) > 200
+            or identifiers.problem(lease_owner) is not None):
         raise InvalidLease("lease owner must be 1-200 characters of non-blank text without "
-                           "control characters", lease_owner=repr(lease_owner)[:80])
+                           "control, format or separator characters",
+                           lease_owner=repr(lease_owner)[:80])
     if not isinstance(lease_duration, timedelta) or not timedelta(0) < lease_duration <= MAX_LEASE:
         raise InvalidLease("lease duration must be a timedelta > 0 and <= 10 minutes",
                            lease_duration=repr(lease_duration)[:80])

@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import unicodedata
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
@@ -44,6 +43,7 @@ from durable_schedule.processor.step import (
     quarantine_claim,
 )
 from durable_schedule.runner.retry import run_with_retry
+from durable_schedule.store import identifiers
 
 log = logging.getLogger("durable_schedule.processor")
 
@@ -107,7 +107,7 @@ class PassCounts:
 def default_lease_owner() -> str:
     """``host:pid``, trimmed to what the claim function accepts."""
     raw = f"{socket.gethostname()}:{os.getpid()}"
-    clean = "".join(ch for ch in raw if unicodedata.category(ch) != "Cc").strip()
+    clean = identifiers.strip_forbidden(raw).strip()
     return (clean or f"pid:{os.getpid()}")[:200]
 
 

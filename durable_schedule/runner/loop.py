@@ -108,6 +108,7 @@ def run_loop(
     stop: StopFlag,
     maintenance: Callable[[], None] | None = None,
     max_passes: int | None = None,
+    wakes_for: Callable[[str], bool] | None = None,
 ) -> LoopStats:
     """Run passes until ``stop`` is set. ``run_once`` returns counts; a pass "did work" when it
     claimed something. Transient errors are retried by ``run_with_retry``;
@@ -150,7 +151,7 @@ def run_loop(
             if listener_lost:  # the database answered this pass: listen again
                 listener_lost = False
                 listener = _listen_connection(name, channel)
-            if not _idle_wait(listener, stop, seconds_until_due):
+            if not _idle_wait(listener, stop, seconds_until_due, wakes_for):
                 listener.close()
                 listener, listener_lost = None, True
     finally:
@@ -159,9 +160,12 @@ def run_loop(
     return stats
 
 
-def _idle_wait(listener, stop: StopFlag, seconds_until_due: Callable[[], float | None]) -> bool:
+def _idle_wait(listener, stop: StopFlag, seconds_until_due: Callable[[], float | None],
+               wakes_for: Callable[[str], bool] | None = None) -> bool:
     """Sleep until the next due time, a notification or ``stop``; False when the listener's
-    connection broke (the caller drops it and listens again after the next good pass)."""
+    connection broke (the caller drops it and listens again after the next good pass).
+    ``wakes_for(payload)`` false: a notification for a queue this runner does not serve (the
+    Work wake-up names its queue) does not wake it."""
     cap = conf.max_idle_seconds()
     try:
         until = run_with_retry("loop.next_due", seconds_until_due)
@@ -181,8 +185,9 @@ def _idle_wait(listener, stop: StopFlag, seconds_until_due: Callable[[], float |
             stop.wait(slice_)
             continue
         try:
-            for _ in listener.notifies(timeout=slice_, stop_after=1):
-                return True
+            for note in listener.notifies(timeout=slice_):
+                if wakes_for is None or wakes_for(note.payload):
+                    return True
         except psycopg.Error as exc:
             log.warning("LISTEN connection lost, polling until the next pass: %s", exc)
             stop.wait(remaining)

@@ -35,6 +35,12 @@ def _maintain_partitions() -> None:
         log.info("created history partitions %s", ", ".join(created))
 
 
+def _serves(queues: tuple[str, ...]) -> Callable[[str], bool]:
+    wanted = frozenset(queues)
+    # An empty payload comes from a wake-up that names no queue (schema 7 and older triggers).
+    return lambda payload: payload == "" or payload in wanted
+
+
 def serve(
     queue: str,
     run_once: Callable[[StopFlag], dict[str, int]],
@@ -43,8 +49,10 @@ def serve(
     max_passes: int | None = None,
     install_signals: bool = True,
     lease_owner: str | None = None,
+    queues: tuple[str, ...] | None = None,
 ) -> LoopStats:
-    """Run ``run_once(stop)`` passes until SIGTERM/SIGINT (or ``stop``); returns the totals."""
+    """Run ``run_once(stop)`` passes until SIGTERM/SIGINT (or ``stop``); returns the totals.
+    ``queues``: the Work queues the passes serve; a wake-up for another queue is ignored."""
     if queue not in CHANNELS:
         raise ValueError(f"unknown queue {queue!r}")
     stop = stop or StopFlag()
@@ -61,6 +69,7 @@ def serve(
             stop=stop,
             maintenance=_maintain_partitions if queue == "schedule" else None,
             max_passes=max_passes,
+            wakes_for=None if queues is None else _serves(queues),
         )
     finally:
         hooks.stop()

@@ -432,7 +432,7 @@ def get(scope: str, schedule_id: str) -> ScheduleInfo:
     """One schedule of ``scope`` (deleted ones too); ``ScheduleNotFound`` (DS108) otherwise."""
     validate_scope_id(scope)
     schedule_id = check.schedule_id(schedule_id)
-    with scoped(scope) as cur:
+    with scoped(scope, create=False) as cur:
         d = records.read_definition(cur, scope, schedule_id)
         if d is None:
             raise ScheduleNotFound("no such schedule in this scope", schedule_id=schedule_id)
@@ -457,6 +457,6 @@ def list_schedules(scope: str, *, states: Iterable[str] | None = None, after: st
         unknown = [s for s in wanted if s not in STATES]
         if unknown:
             raise InvalidArgument(f"unknown states {unknown!r}", field="states")
-    with scoped(scope) as cur:
+    with scoped(scope, create=False) as cur:
         rows = records.list_definitions(cur, scope, after=after, limit=limit, states=wanted)
         return [from_definition(scope, d) for d in rows]

@@ -8,7 +8,6 @@ scoped transaction before its first write, and their error rolls that transactio
 
 from __future__ import annotations
 
-import unicodedata
 from datetime import timedelta
 from typing import Any
 
@@ -22,6 +21,7 @@ from durable_schedule.errors import (
 )
 from durable_schedule.evaluation.decision import MISFIRE_POLICIES, OVERLAP_POLICIES
 from durable_schedule.evaluation.timeline import ScheduleSpec, validate_spec
+from durable_schedule.store import identifiers
 from durable_schedule.work.registry import lookup
 from durable_schedule.work.target import WorkTarget
 
@@ -32,8 +32,8 @@ _ONE_US = timedelta(microseconds=1)
 
 
 def _has_control(value: str) -> bool:
-    # Category Cc covers C0, DEL and C1: a superset of PostgreSQL's [[:cntrl:]] in any locale.
-    return any(unicodedata.category(ch) == "Cc" for ch in value)
+    # Categories Cc, Cf, Zl, Zp, Cs: the one identifier rule (store/identifiers.py).
+    return identifiers.has_forbidden(value)
 
 
 def _encodable(value: str) -> bool:
@@ -57,18 +57,22 @@ def identifier(value: Any, field: str) -> str:
     if not value or len(value) > MAX_ID or value != value.strip():
         raise InvalidIdentifier(f"{field} must be 1-200 characters without surrounding spaces",
                                 field=field, value=value[:80])
-    if _has_control(value) or not _encodable(value):
-        raise InvalidIdentifier(f"{field} must not contain control characters",
-                                field=field, value=value[:80])
+    bad = identifiers.problem(value) if _encodable(value) else "is not encodable text"
+    if bad is not None:
+        raise InvalidIdentifier(f"{field} {bad}", field=field, value=value[:80])
     return value
 
 
 def actor(value: Any) -> str:
-    """The audited actor: a string of at most 200 characters without control characters."""
+    """The audited actor: ``""`` (no actor named) or at most 200 characters that follow the
+    identifier rule (store/identifiers.py): not only whitespace, no control, format or
+    separator characters."""
     if not isinstance(value, str):
         raise InvalidArgument("actor must be a string", field="actor", got=type(value).__name__)
-    if len(value) > MAX_ACTOR or _has_control(value) or not _encodable(value):
-        raise InvalidArgument("actor must be at most 200 characters without control characters",
+    if len(value) > MAX_ACTOR or not _encodable(value) or (
+            value and identifiers.problem(value) is not None):
+        raise InvalidArgument("actor must be empty or at most 200 characters, not only "
+                              "whitespace, without control, format or separator characters",
                               field="actor", value=value[:80])
     return value
 

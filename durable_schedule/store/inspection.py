@@ -53,8 +53,11 @@ RUNTIME_GRANTS: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = 
 DISPATCHER_COLUMNS = ("dispatch_id", "scope_routing_id", "schedule_id", "lease_owner",
                       "lease_expires_at", "lease_generation", "dispatch_revision")
 DISPATCHER_FUNCTIONS = ("claim_schedule_dispatch(text, interval, integer)",)
-RUNTIME_FUNCTIONS = ("claim_work_dispatch(text, interval, integer)", "durable_schedule_clock(text)",
+RUNTIME_FUNCTIONS = ("claim_work_dispatch(text, interval, integer, text[])",
+                     "durable_schedule_clock(text)",
                      "durable_schedule_enter_scope(text)",
+                     "durable_schedule_enter_scope_to_read(text)",
+                     "durable_schedule_is_identifier(text)",
                      "durable_schedule_leave_scope(text, text, text)",
                      "durable_runner_beat(uuid, text, text, text, integer, text, double precision,"
                      " bigint, jsonb, boolean)")
@@ -154,11 +157,26 @@ def grant_problems(cur) -> list[str]:
             cur.execute("select has_function_privilege('public', %s, 'EXECUTE')", (fn,))
             if cur.fetchone()[0]:
                 problems.append(f"PUBLIC may EXECUTE {fn}")
+    cur.execute(_q("has_store_functions"))
+    if cur.fetchone()[0]:
+        cur.execute(_q("public_functions"))
+        problems.extend(f"PUBLIC may EXECUTE {fn}" for (fn,) in cur.fetchall())
     cur.execute(_q("executable_functions"), (DISPATCHER_ROLE,))
     for (fn,) in cur.fetchall():
         if fn.replace(" ", "") not in {f.replace(" ", "") for f in DISPATCHER_FUNCTIONS}:
             problems.append(f"{DISPATCHER_ROLE} may EXECUTE {fn}")
     return problems
+
+
+def revoke_public_execute(cur) -> list[str]:
+    """Revoke PUBLIC's EXECUTE from every store function that has it (as the owner); returns
+    what was revoked. Run after every ``migrate`` (apps.py): django-pgtrigger creates the
+    function of a newly installed trigger with PostgreSQL's default PUBLIC EXECUTE."""
+    cur.execute(_q("has_store_functions"))
+    if not cur.fetchone()[0]:
+        return []
+    cur.execute(_q("revoke_public_execute"))
+    return [r[0] for r in cur.fetchall()]
 
 
 def grant_recipe() -> str:

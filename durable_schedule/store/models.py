@@ -220,6 +220,8 @@ class Work(models.Model):
     source_occurrence_id = models.BigIntegerField(null=True)
     finished_at = models.DateTimeField(null=True)
     updated_at = models.DateTimeField()
+    queue_name = models.TextField(default="default")
+    priority = models.SmallIntegerField(default=0)
 
     class Meta(_Unmanaged):
         db_table = "durable_work"
@@ -239,6 +241,8 @@ class WorkDispatch(models.Model):
     lease_expires_at = models.DateTimeField(null=True)
     lease_generation = models.BigIntegerField()
     dispatch_revision = models.BigIntegerField()
+    queue_name = models.TextField(default="default")
+    priority = models.SmallIntegerField(default=0)
 
     class Meta(_Unmanaged):
         db_table = "durable_work_dispatch"

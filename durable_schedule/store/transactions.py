@@ -32,7 +32,6 @@ before. ``DURABLE_SCHEDULE["PREPARE_STATEMENTS"] = False`` yields Django's own c
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -48,13 +47,14 @@ from durable_schedule.errors import (
     ScopeLost,
     WrongRole,
 )
+from durable_schedule.store import identifiers
 from durable_schedule.store.inspection import DISPATCHER_ROLE, RUNTIME_ROLE
 
 SCOPE_SETTING = "durable_schedule.scope_id"
 ROUTING_SETTING = "durable_schedule.routing_id"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 _ENTER_SCOPE = "select * from durable_schedule_enter_scope(%s)"
+_ENTER_SCOPE_TO_READ = "select * from durable_schedule_enter_scope_to_read(%s)"
 _LEAVE_SCOPE = "select durable_schedule_leave_scope(%s, %s, %s)"
 _ENTER_ROUTED = "select durable_schedule_enter_routed(%s)"
 _LEAVE_NESTED = "select set_config(%s, '', true), set_config('role', %s, true)"
@@ -62,14 +62,16 @@ _ENTER_DISPATCHER = "select set_config('role', %s, true)"
 
 
 def validate_scope_id(scope_id: object) -> str:
-    """A scope id is 1-200 characters, no control characters, no surrounding spaces (DS301)."""
+    """A scope id is 1-200 characters, no surrounding spaces, and follows the identifier rule
+    (store/identifiers.py: no control, format or separator characters, not blank) (DS301)."""
     if not isinstance(scope_id, str):
         raise InvalidScope("scope must be a string", scope=scope_id)
     if not scope_id or len(scope_id) > 200 or scope_id != scope_id.strip():
         raise InvalidScope("scope must be 1-200 characters without surrounding spaces",
                            scope=scope_id)
-    if _CONTROL.search(scope_id):
-        raise InvalidScope("scope must not contain control characters", scope=scope_id)
+    bad = identifiers.problem(scope_id)
+    if bad is not None:  # the one identifier rule (store/identifiers.py)
+        raise InvalidScope(f"scope {bad}", scope=scope_id)
     return scope_id
 
 
@@ -174,18 +176,21 @@ def _wrong_role(exc: DatabaseError) -> WrongRole | None:
 
 
 @contextmanager
-def scoped(scope_id: str, *, using: str | None = None) -> Iterator[object]:
+def scoped(scope_id: str, *, using: str | None = None, create: bool = True) -> Iterator[object]:
     """Run the block as ``durable_runtime`` with the local scope set; yields a raw cursor.
 
-    Creates the scope row on first use (its routing id and generation are needed by dispatch
-    rows and fences). Restores the caller's role and scope on exit; a savepoint rolled back
+    ``create=True`` (writes) creates the scope row on first use: its routing id and generation
+    are needed by dispatch rows and fences, and a block that raises rolls the insert back with
+    its savepoint, so only a committed write creates a scope. Reads pass ``create=False``: they
+    never write, and an unknown scope reads as an empty one (docs/security.md "Reads never
+    create scopes"). Restores the caller's role and scope on exit; a savepoint rolled back
     inside the block that dropped the scope or role is refused with ScopeLost (DS305).
     """
     validate_scope_id(scope_id)
     conn = connection(using)
     with transaction.atomic(using=conn.alias), _cursor(conn) as cur:
         try:
-            cur.execute(_ENTER_SCOPE, [scope_id])
+            cur.execute(_ENTER_SCOPE if create else _ENTER_SCOPE_TO_READ, [scope_id])
         except DatabaseError as exc:
             raise (_wrong_role(exc) or exc) from exc
         previous_role, previous_scope = cur.fetchone()

@@ -119,7 +119,8 @@ class DurableBackend(BaseTaskBackend):
             deadline = _database_now(self.database) + resolved.deadline_after
         accepted = accept(scope, definition.request(
             command=task.module_path[:200], idempotency_key=str(work_id), payload=payload,
-            deadline=deadline, due_at=task.run_after, work_id=work_id), using=self.database)
+            deadline=deadline, due_at=task.run_after, work_id=work_id,
+            queue=task.queue_name, priority=task.priority), using=self.database)
         result = TaskResult(
             task=task, id=str(accepted.work_id), status=TaskResultStatus.READY,
             enqueued_at=accepted.accepted_at, started_at=None, finished_at=None,
@@ -140,11 +141,11 @@ class DurableBackend(BaseTaskBackend):
             found = results.read(scope, work_id, using=self.database)
             if found is None:
                 continue
-            info, history = found
+            info = found[0]
             task = task_for_name(info.work_name)
             if task is None:
                 break  # plain Work, or a task whose code is gone: not a result of this backend
-            return results.build(task, self.alias, info, history)
+            return results.build(task, self.alias, *found)
         raise TaskResultDoesNotExist(result_id)
 
     def _read_scopes(self) -> list[str]:

@@ -32,6 +32,7 @@ from django.utils import timezone
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import scoped
 from durable_schedule.tasks.compat import (
+    InvalidTask,
     Task,
     TaskContext,
     TaskError,
@@ -78,19 +79,24 @@ class DurableTaskContext(TaskContext):
 
 
 def read(scope: str, work_id: uuid.UUID, *, using: str | None = None
-         ) -> tuple[WorkInfo, list[tuple]] | None:
-    """The Work row and its attempt history, in one scoped transaction; None when absent."""
-    with scoped(scope, using=using) as cur:
+         ) -> tuple[WorkInfo, list[tuple], tuple[str, int]] | None:
+    """The Work row, its attempt history and its (queue, priority), in one scoped
+    transaction; None when absent. A read: it never creates the scope (docs/security.md
+    "Reads never create scopes")."""
+    with scoped(scope, using=using, create=False) as cur:
         cur.execute(query(_WORK_QUERIES, "get"), {"scope_id": scope, "work_id": work_id})
         row = cur.fetchone()
         if row is None:
             return None
         cur.execute(query(_QUERIES, "attempts"), {"scope_id": scope, "work_id": work_id})
         history = cur.fetchall()
-    return _info(row), history
+        cur.execute(query(_QUERIES, "routing"), {"scope_id": scope, "work_id": work_id})
+        queue, priority = cur.fetchone()
+    return _info(row), history, (queue, priority)
 
 
-def build(task: Task, alias: str, info: WorkInfo, history: list[tuple]) -> TaskResult:
+def build(task: Task, alias: str, info: WorkInfo, history: list[tuple],
+          routing: tuple[str, int] | None = None) -> TaskResult:
     admitted = [(actor, at) for event, _attempt, actor, _detail, at in history
                 if event == "admitted"]
     errors = [_task_error(codec.loads(detail).get("error") if isinstance(detail, str)
@@ -101,6 +107,12 @@ def build(task: Task, alias: str, info: WorkInfo, history: list[tuple]) -> TaskR
         last = _task_error(info.last_error)
         errors = [last] if last is not None else []
     payload = info.payload or {}
+    if routing is not None and (task.queue_name, task.priority) != routing:
+        # The task as it was enqueued (``using(queue_name=..., priority=...)``).
+        try:
+            task = dataclasses.replace(task, queue_name=routing[0], priority=routing[1])
+        except InvalidTask:
+            pass  # the backend's QUEUES no longer list it: show the task as defined now
     result = TaskResult(
         task=task,
         id=str(info.work_id),

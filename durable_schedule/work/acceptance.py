@@ -75,6 +75,8 @@ def _item(position: int, request, source_occurrence_id: int | None) -> dict[str,
         "execution_deadline": _iso(request.deadline),
         "due_at": _iso(request.due_at),
         "source_occurrence_id": source_occurrence_id,
+        "queue_name": request.queue,
+        "priority": request.priority,
     }
 
 

@@ -33,7 +33,6 @@ hashed.
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -54,12 +53,11 @@ from durable_schedule.evaluation.policy import (
     as_instant,
     deadline_instant,
 )
+from durable_schedule.store import identifiers
 from durable_schedule.store.transactions import statement_cursor, validate_scope_id
 from durable_schedule.work import acceptance, codec
 from durable_schedule.work.acceptance import AcceptedWork
 from durable_schedule.work.safety import provider_safety
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 #: The retry policy stored for legacy Work (no execution policy, no deadline). Legacy requests
 #: keep the v1 fingerprint, which does not hash retry settings, so this snapshot is the same for
@@ -68,12 +66,15 @@ LEGACY_RETRY = RetryPolicy()
 
 
 def identifier(value: object, field: str) -> str:
-    """1-200 characters, no control characters, no surrounding spaces (DS115)."""
+    """1-200 characters, no surrounding spaces, the identifier rule of store/identifiers.py
+    (DS115)."""
     if not isinstance(value, str):
         raise InvalidIdentifier(f"{field} must be a string", got=type(value).__name__)
-    if not value or len(value) > 200 or value != value.strip() or _CONTROL.search(value):
+    if (not value or len(value) > 200 or value != value.strip()
+            or identifiers.problem(value) is not None):
         raise InvalidIdentifier(
-            f"{field} must be 1-200 characters without control characters or surrounding spaces",
+            f"{field} must be 1-200 characters without control, format or separator characters "
+            "or surrounding spaces",
             value=value,
         )
     return value
@@ -100,8 +101,16 @@ class WorkRequest:
     deadline: datetime | None = None
     due_at: datetime | None = None
     work_id: uuid.UUID | None = None
+    #: Routing facts (docs/work.md "Queues and priorities"): where and how soon it runs, not
+    #: what it does -- outside the fingerprint, fixed by the first acceptance.
+    queue: str = "default"
+    priority: int = 0
 
     def __post_init__(self) -> None:
+        from durable_schedule.work.queues import validate_priority, validate_queue
+
+        validate_queue(self.queue)
+        validate_priority(self.priority)
         identifier(self.command_id, "command_id")
         identifier(self.idempotency_key, "idempotency_key")
         identifier(self.work_name, "work_name")

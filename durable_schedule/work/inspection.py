@@ -136,7 +136,7 @@ def _uuid(value: object, field: str) -> uuid.UUID:
 def get(scope: str, work_id: uuid.UUID | str, *, using: str | None = None) -> WorkInfo:
     """One Work of ``scope``; WorkNotFound (DS210) when the scope has no such Work."""
     wid = _uuid(work_id, "work_id")
-    with scoped(scope, using=using) as cur:
+    with scoped(scope, using=using, create=False) as cur:
         cur.execute(query(_QUERIES, "get"), {"scope_id": scope, "work_id": wid})
         row = cur.fetchone()
     if row is None:
@@ -158,7 +158,7 @@ def list_work(scope: str, state: str | None = None, page_size: int = 50,
         raise InvalidArgument(f"page_size must be an int between 1 and {MAX_PAGE_SIZE}",
                               got=page_size)
     after_id = None if after is None else _uuid(after, "after")
-    with scoped(scope, using=using) as cur:
+    with scoped(scope, using=using, create=False) as cur:
         cur.execute(query(_QUERIES, "list"), {
             "scope_id": scope, "state": state, "after": after_id, "page_size": page_size})
         rows = cur.fetchall()

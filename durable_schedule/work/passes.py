@@ -24,6 +24,7 @@ released.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 from durable_schedule import conf
 from durable_schedule.barriers import (
@@ -36,6 +37,7 @@ from durable_schedule.observability.metrics import instrumented_pass
 from durable_schedule.runner.retry import run_with_retry
 from durable_schedule.work.outcome import AttemptOutcome, record_attempt_outcome
 from durable_schedule.work.pipeline import admit_batch, record_outcomes
+from durable_schedule.work.queues import validate_queues
 from durable_schedule.work.rows import LeaseConflict
 from durable_schedule.work.runtime import (
     Options,
@@ -64,20 +66,24 @@ def validate_concurrency(concurrency: object) -> int:
 def process_work_pass(*, max_items: int = 100, lease_owner: str | None = None,
                       lease_seconds: float | None = None, batch: int = 10,
                       heartbeat: bool = True, stop=None, using: str | None = None,
-                      concurrency: int = 1) -> WorkPassCounts:
+                      concurrency: int = 1,
+                      queues: Iterable[str] | None = None) -> WorkPassCounts:
     """Process at most ``max_items`` claimed dispatch rows; returns the counts (zero if idle).
 
     ``lease_seconds`` is the claim lease (how long a claimed row waits for its admission
     transaction; default ``DURABLE_SCHEDULE['LEASE_SECONDS']``); an admitted attempt then holds
     the lease its retry policy names. ``batch`` rows are claimed and admitted per transaction.
     ``concurrency`` executors run at once (threads; ``async def`` executors on one event loop).
+    ``queues`` names the queues this pass serves (None: every queue); the claim takes the
+    highest priority first, then the oldest due (docs/work.md "Queues and priorities").
     ``stop()`` returning true ends the pass early.
     """
     owner = default_lease_owner() if lease_owner is None else lease_owner
     seconds = conf.lease_seconds() if lease_seconds is None else lease_seconds
     _validate(max_items, batch, owner, seconds)
     validate_concurrency(concurrency)
-    opts = Options(owner, heartbeat, using or conf.database_alias())
+    opts = Options(owner, heartbeat, using or conf.database_alias(),
+                   None if queues is None else validate_queues(queues))
     tally: Counter = Counter()
     if concurrency == 1:
         _run_sequential(opts, seconds, max_items, batch, stop, tally)

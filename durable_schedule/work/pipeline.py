@@ -79,7 +79,8 @@ def admit_batch(opts: Options, lease_seconds: float, n: int) -> Admission:
         with routed_batch(using=opts.using) as (cur, enter):
             started = time.perf_counter()
             cur.execute(query(_QUERIES, "floor_and_claim"),
-                        {"owner": opts.owner, "lease_seconds": lease_seconds, "max_rows": n})
+                        {"owner": opts.owner, "lease_seconds": lease_seconds, "max_rows": n,
+                         "queues": opts.claim_queues})
             found = cur.fetchall()
             observe_claim("work", time.perf_counter() - started,
                           sum(1 for row in found if row[2] is not None))

@@ -86,7 +86,8 @@ class WorkDefinition:
     def request(self, *, command: str, idempotency_key: str, payload: Any,
                 deadline: datetime | None = None, due_at: datetime | None = None,
                 work_id: uuid.UUID | None = None,
-                policy: ExecutionPolicy | None = DEFINITION_POLICY) -> WorkRequest:
+                policy: ExecutionPolicy | None = DEFINITION_POLICY,
+                queue: str = "default", priority: int = 0) -> WorkRequest:
         """The enqueue request for this definition (payload encoded by its codec).
 
         ``policy`` overrides the definition's execution policy for this one request: an
@@ -111,17 +112,22 @@ class WorkDefinition:
             deadline=deadline,
             due_at=due_at,
             work_id=work_id,
+            queue=queue,
+            priority=priority,
         )
 
     def enqueue(self, *, scope: str | None = None, command: str, idempotency_key: str, payload: Any,
                 deadline: datetime | None = None, due_at: datetime | None = None,
                 work_id: uuid.UUID | None = None,
                 policy: ExecutionPolicy | None = DEFINITION_POLICY,
-                using: str | None = None) -> AcceptedWork:
+                using: str | None = None, queue: str = "default",
+                priority: int = 0) -> AcceptedWork:
         """Accept Work inside the caller's ``transaction.atomic()`` (see work.enqueue);
-        ``policy`` as in :meth:`request`."""
+        ``policy`` as in :meth:`request`; ``queue`` and ``priority`` (-100..100, higher runs
+        first) route it (docs/work.md "Queues and priorities")."""
         req = self.request(command=command, idempotency_key=idempotency_key, payload=payload,
-                           deadline=deadline, due_at=due_at, work_id=work_id, policy=policy)
+                           deadline=deadline, due_at=due_at, work_id=work_id, policy=policy,
+                           queue=queue, priority=priority)
         return enqueue(scope, req, using=using)
 
     def target(self, *, payload: Any, deadline_after: timedelta | int | None = None) -> WorkTarget:

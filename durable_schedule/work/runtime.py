@@ -42,6 +42,7 @@ from durable_schedule.evaluation.policy import MAX_INSTANT, bounded_add, lease_e
 from durable_schedule.observability.metrics import timed_claim
 from durable_schedule.observability.tracing import traced_attempt
 from durable_schedule.runner.retry import run_with_retry
+from durable_schedule.store import identifiers
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 from durable_schedule.work import aio, codec
@@ -105,6 +106,13 @@ class Options:
     owner: str
     heartbeat: bool
     using: str
+    #: The queues this worker serves, or None for every queue (docs/work.md "Queues and
+    #: priorities").
+    queues: tuple[str, ...] | None = None
+
+    @property
+    def claim_queues(self) -> list[str] | None:
+        return None if self.queues is None else list(self.queues)
 
 
 # Historical names (tests drive the per-item primitives directly).
@@ -122,10 +130,10 @@ def _validate(max_items: object, batch: object, owner: object, lease_seconds: ob
             raise InvalidArgument(f"{name} must be an int >= 1", value=value)
     if batch > 1000:
         raise InvalidArgument("batch must be at most 1000 (claim_work_dispatch's limit)")
-    if (not isinstance(owner, str) or not owner.strip() or len(owner) > 200
-            or any(ord(c) < 32 or ord(c) == 127 for c in owner)):
-        raise InvalidLease("lease owner must be 1-200 characters without control characters",
-                           owner=owner)
+    if (not isinstance(owner, str) or len(owner) > 200
+            or identifiers.problem(owner) is not None):  # the rule of store/identifiers.py
+        raise InvalidLease("lease owner must be 1-200 characters, not blank, without control, "
+                           "format or separator characters", owner=owner)
     if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, int | float) or not (
             0 < lease_seconds <= 600):
         raise InvalidLease("lease seconds must be > 0 and <= 600", lease_seconds=lease_seconds)
@@ -149,7 +157,8 @@ def _claim(opts: Options, lease_seconds: float, n: int) -> list[Claim]:
     with _runtime_block(opts.using) as cur:
         check_floor(cur)
         cur.execute(query(_QUERIES, "claim"),
-                    {"owner": opts.owner, "lease_seconds": lease_seconds, "max_rows": n})
+                    {"owner": opts.owner, "lease_seconds": lease_seconds, "max_rows": n,
+                     "queues": opts.claim_queues})
         rows = cur.fetchall()
     return [Claim(*row) for row in rows]
 

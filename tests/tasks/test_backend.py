@@ -207,3 +207,21 @@ def test_async_task__is_cancelled_at_its_deadline(committed_clock):
     final = demo.async_sleep_bounded.get_result(result.id)
     assert final.status == TaskResultStatus.FAILED and final.is_finished
     assert work_row(result.id, "state") == ("expired",)
+
+
+def test_priority__honoured_under_a_backlog(committed_clock):
+    low = [demo.record.using(priority=-10).enqueue(f"low-{i}") for i in range(5)]
+    high = [demo.record.using(priority=50).enqueue(f"high-{i}") for i in range(5)]
+    assert run_pass(max_items=5, batch=1).succeeded == 5
+    assert {demo.record.get_result(r.id).status for r in high} == {TaskResultStatus.SUCCESSFUL}
+    assert {demo.record.get_result(r.id).status for r in low} == {TaskResultStatus.READY}
+    done = demo.record.get_result(high[0].id)
+    assert done.task.priority == 50 and done.task.queue_name == "default"
+
+
+def test_queue_name__routes_the_task_to_its_queue(committed_clock):
+    result = demo.send_welcome.enqueue(7)  # @task(queue_name="emails", priority=10)
+    assert work_row(result.id, "queue_name", "priority") == ("emails", 10)
+    assert run_pass(max_items=5, queues=["default"]).claimed == 0
+    assert run_pass(max_items=5, queues=["emails"]).succeeded == 1
+    assert demo.send_welcome.get_result(result.id).task.queue_name == "emails"

@@ -1,5 +1,6 @@
-"""``manage.py durable_recover``: bump the runtime epoch after a restore, and release schedules
-that the epoch fence suspended, with a dry run (issue 5 item 6)."""
+"""``manage.py durable_recover``: bump the runtime epoch after a restore, release schedules
+that the epoch fence suspended, and re-provision a scope (bump its generation), each with a dry
+run (docs/operations.md "Recovery after a restore", "Re-provisioning a scope")."""
 
 from __future__ import annotations
 
@@ -7,28 +8,45 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from durable_schedule.errors import DurableError
+from durable_schedule.operations.provisioning import reprovision_scope
 from durable_schedule.operations.recovery import bump_runtime_epoch, release_all
 
 
 class Command(BaseCommand):
     help = ("--bump-epoch fences every schedule after a restore; --release-all releases the "
-            "schedules suspended for runtime_epoch_mismatch. --dry-run changes nothing.")
+            "schedules suspended for runtime_epoch_mismatch; --reprovision-scope SCOPE bumps "
+            "that scope's generation (its schedules suspend for scope_generation_mismatch "
+            "until schedules.update()). --dry-run changes nothing.")
 
     def add_arguments(self, parser):
         parser.add_argument("--bump-epoch", action="store_true")
         parser.add_argument("--release-all", action="store_true")
+        parser.add_argument("--reprovision-scope", action="append", default=[], metavar="SCOPE",
+                            help="bump this scope's generation (repeatable)")
         parser.add_argument("--dry-run", action="store_true")
         parser.add_argument("--actor", default="durable_recover",
                             help="recorded in each schedule's history")
 
     def handle(self, *args, **options):
-        if not options["bump_epoch"] and not options["release_all"]:
-            raise CommandError("DS406: choose --bump-epoch and/or --release-all")
+        if (not options["bump_epoch"] and not options["release_all"]
+                and not options["reprovision_scope"]):
+            raise CommandError("DS406: choose --bump-epoch, --release-all and/or "
+                               "--reprovision-scope SCOPE")
         dry = options["dry_run"]
         prefix = "dry run: " if dry else ""
         if options["bump_epoch"]:
             bump = bump_runtime_epoch(dry_run=dry)
             self.stdout.write(f"{prefix}runtime epoch {bump.before} -> {bump.after}")
+        for scope in options["reprovision_scope"]:
+            try:
+                done = reprovision_scope(scope, dry_run=dry)
+            except DurableError as exc:
+                raise CommandError(str(exc)) from exc
+            fenced = ", ".join(done.fenced_schedules) or "none"
+            self.stdout.write(f"{prefix}scope {done.scope_id} generation {done.generation_before}"
+                              f" -> {done.generation_after}; schedules that suspend on their "
+                              f"next pass: {fenced}")
         failed = False
         if options["release_all"]:
             for o in release_all(actor=options["actor"], dry_run=dry):

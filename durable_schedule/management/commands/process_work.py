@@ -24,6 +24,7 @@ from durable_schedule.runner.cli import add_runner_arguments, positive_int
 from durable_schedule.runner.pooler import check_prepared_statements
 from durable_schedule.runner.retry import run_with_retry
 from durable_schedule.work.passes import validate_concurrency
+from durable_schedule.work.queues import validate_queues
 
 
 class Command(BaseCommand):
@@ -44,10 +45,16 @@ class Command(BaseCommand):
                             help="executors running at once: threads (each with its own "
                                  "connection) and async executors on one event loop; 1-256 "
                                  "(default 1; docs/operations.md sizes it)")
+        parser.add_argument("--queue", action="append", dest="queues", default=None,
+                            metavar="NAME",
+                            help="serve only this Work queue (repeatable; default: every "
+                                 "queue). Within one priority, queues are served in the order "
+                                 "given (docs/work.md \"Queues and priorities\")")
 
     def handle(self, *args, **options) -> None:
         try:
             concurrency = validate_concurrency(options["concurrency"])
+            queues = None if options["queues"] is None else validate_queues(options["queues"])
         except DurableError as exc:
             raise CommandError(f"process_work: {exc}") from exc
         work.autodiscover()
@@ -61,6 +68,7 @@ class Command(BaseCommand):
                 heartbeat=not options["no_heartbeat"],
                 stop=stop,
                 concurrency=concurrency,
+                queues=queues,
             )
 
         try:
@@ -69,7 +77,7 @@ class Command(BaseCommand):
                 from durable_schedule.runner.service import serve
 
                 stats = serve("work", lambda stop: one_pass(stop).as_dict(),
-                              lease_owner=options["lease_owner"])
+                              lease_owner=options["lease_owner"], queues=queues)
                 print_stop_summary(self.stdout, "work", stats, options["verbosity"])
                 return
             # The same bounded transient retry as process_schedules (docs/protocol/runner.md): a cut

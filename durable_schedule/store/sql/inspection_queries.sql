@@ -19,3 +19,13 @@ select p.oid::regprocedure::text
   from pg_proc p join pg_namespace n on n.oid = p.pronamespace
  where n.nspname = current_schema() and has_function_privilege(%s, p.oid, 'EXECUTE')
    and (p.proname like 'durable%%' or p.proname like '%%schedule%%' or p.proname like '%%work%%')
+
+-- name: public_functions -- store functions PUBLIC may EXECUTE (none may; schema >= 5).
+select f::text from durable_schedule_store_functions() as s(f)
+ where has_function_privilege('public', f, 'EXECUTE')
+
+-- name: revoke_public_execute -- revoke what the previous query finds (as the owner).
+select durable_schedule_revoke_public_execute()
+
+-- name: has_store_functions -- is the schema-5 function present (older stores lack it)?
+select to_regprocedure('durable_schedule_store_functions()') is not null

@@ -55,6 +55,26 @@ select runtime_epoch from durable_schedule_store
 -- name: seconds_until_due -- for the idle sleep of a --loop runner.
 select durable_schedule_seconds_until_due(%s)
 
+-- name: scope_row -- one scope's routing id and generation (owner, inside that scope's
+-- transaction-local setting: FORCE ROW LEVEL SECURITY binds a non-superuser owner too).
+select routing_id, generation from durable_schedule_scope where scope_id = %(scope_id)s
+
+-- name: lock_scope_row -- the same row FOR UPDATE (re-provisioning; waits for fence readers).
+select routing_id, generation from durable_schedule_scope where scope_id = %(scope_id)s
+   for update
+
+-- name: bump_scope_generation -- re-provision a scope: its schedules fence themselves on their
+-- next pass (scope_generation_mismatch). The row lock waits for scoped transactions holding the
+-- scope row FOR SHARE (the processor's fence read), so no decision straddles the bump.
+update durable_schedule_scope set generation = generation + 1, updated_at = now()
+ where scope_id = %(scope_id)s
+returning generation
+
+-- name: scope_schedules -- the schedules of the current scope that are not deleted, with the
+-- scope generation they are bound to (RLS scoped).
+select schedule_id, state, scope_generation from durable_schedule_definition
+ where scope_id = %(scope_id)s and state <> 'deleted' order by schedule_id
+
 -- name: runners -- runner heartbeats (owner-only table, no RLS): running ones, and those that
 -- stopped within the last hour; silent_seconds is the time since the last beat.
 select runner_id, kind, lease_owner, host, pid, version, started_at, beat_at, last_pass_at,

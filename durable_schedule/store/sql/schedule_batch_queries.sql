@@ -4,7 +4,7 @@
 -- sqlfiles.query("schedule_batch_queries.sql", name), like schedule_queries.sql, whose
 -- single-schedule statements these mirror row for row: every guard of a single-schedule write
 -- is in the WHERE clause of its multi-row form, and each statement RETURNS the schedule ids it
--- matched so the caller checks every row's count (STYLE 5), not just a total.
+-- matched so the caller checks every row's count (docs/protocol/conventions.md C5), not just a total.
 --
 -- The rows of a multi-row write travel as one jsonb array of objects, unpacked by
 -- jsonb_to_recordset with the column types named here (each value goes through its type's

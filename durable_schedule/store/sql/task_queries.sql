@@ -8,3 +8,7 @@ SELECT event, attempt, actor, detail, recorded_at
    AND event IN ('admitted', 'retry_scheduled', 'succeeded', 'failed', 'expired', 'canceled',
                  'suspended')
  ORDER BY id
+
+-- name: routing -- the queue and priority the Work was accepted with (TaskResult.task shows them).
+SELECT queue_name, priority FROM durable_work
+ WHERE scope_id = %(scope_id)s AND work_id = %(work_id)s

@@ -9,7 +9,8 @@ SELECT schema_version, compatibility_floor FROM durable_schedule_store
 
 -- name: claim -- lease due Work dispatch rows across scopes (SECURITY DEFINER); routing facts only.
 SELECT scope_routing_id, work_ref, dispatch_revision
-  FROM claim_work_dispatch(%(owner)s, make_interval(secs => %(lease_seconds)s), %(max_rows)s)
+  FROM claim_work_dispatch(%(owner)s, make_interval(secs => %(lease_seconds)s), %(max_rows)s,
+                           %(queues)s::text[])
 
 -- name: lock_claimed -- one statement for a claimed row: lock the Work row (SKIP LOCKED) and its dispatch row, read its permit facts, then the clock.
 -- SKIP LOCKED: a Work row locked by someone else (its holder renewing or recording an outcome,
@@ -426,4 +427,4 @@ SELECT f.schema_version, f.compatibility_floor, c.scope_routing_id, c.work_ref,
        c.dispatch_revision
   FROM (SELECT schema_version, compatibility_floor FROM durable_schedule_store) f
   LEFT JOIN claim_work_dispatch(%(owner)s, make_interval(secs => %(lease_seconds)s),
-                                %(max_rows)s) c ON true
+                                %(max_rows)s, %(queues)s::text[]) c ON true

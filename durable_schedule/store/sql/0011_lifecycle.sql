@@ -1,4 +1,4 @@
--- durable_schedule store, schema 8: the schedule lifecycle an operator expects (docs/schedules.md
+-- durable_schedule store, schema 10: the schedule lifecycle an operator expects (docs/schedules.md
 -- "Lifecycle"): pause/resume, run now, bounds and limits per generation, jitter, missed-instant
 -- accounting. Released files are never edited.
 
@@ -50,6 +50,6 @@ CREATE UNIQUE INDEX durable_schedule_occurrence_request
 GRANT UPDATE (paused_at, paused_by, pause_note, resumed_at, missed)
     ON durable_schedule_definition TO durable_runtime;
 
--- name: version -- schema 8 is readable by code of schema >= 8 only (older code knows neither
+-- name: version -- schema 10 is readable by code of schema >= 10 only (older code knows neither
 -- the paused state nor manual occurrences).
-UPDATE durable_schedule_store SET schema_version = 8, compatibility_floor = 8, updated_at = now();
+UPDATE durable_schedule_store SET schema_version = 10, compatibility_floor = 10, updated_at = now();

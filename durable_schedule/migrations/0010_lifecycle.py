@@ -4,7 +4,7 @@ from durable_schedule.store.sqlfiles import read
 
 
 class Migration(migrations.Migration):
-    dependencies = [("durable_schedule", "0007_acceptance")]
+    dependencies = [("durable_schedule", "0009_work_queues")]
 
     # The generation table is a managed model (its append-only trigger is pgtrigger's), so its
     # new columns are declared to Django's state here and written by the SQL file.
@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
     operations = [
         migrations.SeparateDatabaseAndState(
             database_operations=[
-                migrations.RunSQL(read("0009_lifecycle.sql")),
+                migrations.RunSQL(read("0011_lifecycle.sql")),
             ],
             state_operations=[
                 migrations.AddField("schedulegeneration", "start_at",
