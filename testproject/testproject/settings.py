@@ -99,7 +99,7 @@ TASKS = {
 }
 try:
     import django.tasks  # noqa: F401
-except ImportError:
+except ImportError:  # Django 5.2: the backport, from the test extra
     INSTALLED_APPS.append("django_tasks")
 
 DURABLE_SCHEDULE = {
