@@ -144,6 +144,77 @@ class ScheduleLeaseLost(ScheduleError):
 
 
 
+# DS145-DS165: schedule lifecycle (docs/schedules.md).
+class DeclarationConflict(ScheduleError):
+    code = "DS145"
+    next_action = (
+        "One schedule identity (scope, schedule id) has one declaration in code: remove the "
+        "duplicate declare() or give it its own schedule id."
+    )
+
+
+class ScheduleNotPausable(ScheduleError):
+    code = "DS146"
+    next_action = (
+        "Only an active schedule can be paused; a suspended one needs its repair first "
+        "(docs/schedules.md operator table)."
+    )
+
+
+class ScheduleNotPaused(ScheduleError):
+    code = "DS147"
+    next_action = (
+        "Only a paused schedule can be resumed; a suspended one is repaired (release or "
+        "update), not resumed."
+    )
+
+
+class InvalidBounds(ScheduleError):
+    code = "DS148"
+    next_action = (
+        "start_at and end_at are aware datetimes with start_at <= end_at; max_runs is a "
+        "positive integer."
+    )
+
+
+class InvalidJitter(ScheduleError):
+    code = "DS149"
+    next_action = (
+        'jitter is a positive timedelta, shorter than an Every interval.'
+    )
+
+
+class TriggerSlotBusy(ScheduleError):
+    code = "DS150"
+    next_action = (
+        "The schedule's previous Work still holds the slot and its overlap policy lets only one"
+        " run at a time: retry the trigger (same request id) once it finished, or use overlap "
+        "allow_all."
+    )
+
+
+class ScheduleNotTriggerable(ScheduleError):
+    code = "DS151"
+    next_action = (
+        'Only an active or paused schedule can be run now; repair a suspended one first.'
+    )
+
+
+class BackfillRefused(ScheduleError):
+    code = "DS153"
+    next_action = (
+        "A backfill covers an active or paused schedule, at most 1000 instants, and under "
+        "queue_one one new instant per request (docs/schedules.md \"Backfill\")."
+    )
+
+
+class InvalidCatchUp(ScheduleError):
+    code = "DS152"
+    next_action = (
+        'catch_up is "misfire_policy" (the generation\'s misfire policy decides, lateness '
+        'measured from the resume) or "skip" (instants missed while paused are skipped and '
+        "counted)."
+    )
 # ---------------------------------------------------------------- DS125-DS139 cron schedules
 class InvalidCronExpression(ScheduleError):
     code = "DS125"

@@ -5,7 +5,9 @@ django-celery-beat's trap is an admin action that calls ``queryset.update()`` an
 invariants the rest of the code relies on. Here every operation is one call of the public API
 per row, exactly what an application would call:
 
-* schedules: ``schedules.suspend``, ``schedules.release_after_recovery``, ``schedules.delete``;
+* schedules: ``schedules.suspend``, ``schedules.release_after_recovery``, ``schedules.delete``,
+  ``schedules.pause`` / ``resume``, ``schedules.trigger`` (run now) and ``schedules.update``
+  without changes (re-issue a suspended schedule as a new generation);
 * Work: ``work.record_proof`` (Applied / NotApplied) on suspended Work.
 
 Each operation is a confirmation page (a GET shows the rows and, for a proof, the permit it
@@ -60,6 +62,37 @@ class ReleaseForm(forms.Form):
     pass
 
 
+class PauseForm(forms.Form):
+    note = forms.CharField(
+        max_length=1000, strip=True, widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        help_text="Why you pause: kept with the pause and in the schedule's history.",
+    )
+
+
+class ResumeForm(forms.Form):
+    catch_up = forms.ChoiceField(
+        choices=[("misfire_policy", "Follow the misfire policy for the instants missed while "
+                                    "paused (run_once: one recovery run; skip: skipped)"),
+                 ("skip", "Skip the instants missed while paused (counted as missed)")],
+        initial="misfire_policy", widget=forms.RadioSelect,
+    )
+
+
+class TriggerForm(forms.Form):
+    # Generated when the page is shown: posting the page twice runs the schedule once.
+    request_id = forms.CharField(max_length=200, widget=forms.HiddenInput)
+
+
+class ReissueForm(forms.Form):
+    pass
+
+
+class CancelWorkForm(forms.Form):
+    confirm = forms.BooleanField(
+        label="I understand that canceling is terminal for this Work (it will not run)",
+    )
+
+
 class ProofForm(forms.Form):
     outcome = forms.ChoiceField(
         choices=[("applied", "Applied: the effect happened"),
@@ -99,6 +132,15 @@ class Operation:
     offered_in: frozenset[str]
     #: The detail page's button.
     button: str = ""
+    #: Suspension reasons for which the detail page offers it (None: any row in offered_in).
+    reasons: frozenset[str] | None = None
+    #: The confirmation page's template ("": the admin's own ``operation_template``).
+    template: str = ""
+
+    def applies_to(self, obj) -> bool:
+        if obj.state not in self.offered_in:
+            return False
+        return self.reasons is None or obj.suspension_reason in self.reasons
 
 
 def _selected_ids(request) -> list[int]:
@@ -150,7 +192,7 @@ class _Operations:
         """The operations the detail page offers for ``obj`` (permitted and applicable)."""
         offered = []
         for op in self.operations.values():
-            if obj.state in op.offered_in and self.has_operation_permission(request, op):
+            if op.applies_to(obj) and self.has_operation_permission(request, op):
                 query = urlencode({"ids": obj.pk, scoping.SCOPE_PARAM: obj.scope_id,
                                    "next": request.get_full_path()})
                 offered.append({"name": op.name, "title": op.button or op.title,
@@ -167,7 +209,8 @@ class _Operations:
         with scoping.read_scope(request):
             rows = list(self.get_queryset(request).filter(pk__in=ids).order_by("pk"))
             extra = self.operation_rows_context(request, op, rows)
-        form = op.form(request.POST if request.method == "POST" else None)
+        form = op.form(request.POST if request.method == "POST" else None,
+                       initial=self.operation_initial(op))
         if request.method == "POST" and form.is_valid():
             if len(rows) < len(ids):
                 self.message_user(request, f"{len(ids) - len(rows)} selected row(s) were not "
@@ -190,9 +233,12 @@ class _Operations:
             "cancel_url": self._after_operation_url(request),
             **extra,
         }
-        return TemplateResponse(request, self.operation_template, context)
+        return TemplateResponse(request, op.template or self.operation_template, context)
 
     def operation_rows_context(self, request, op: Operation, rows) -> dict:
+        return {}
+
+    def operation_initial(self, op: Operation) -> dict:
         return {}
 
     def _after_operation_url(self, request) -> str:
@@ -216,20 +262,36 @@ class _Operations:
 
 
 # ---------------------------------------------------------------- schedules
+#: The suspensions whose one fix is a new generation through the public update path
+#: (docs/admin.md "State or reason -> the one action that fixes it").
+REISSUE_REASONS = ("clock_jump", "unevaluable", "scope_generation_mismatch", "operator")
+#: How many next instants the re-issue confirmation page shows.
+PREVIEW_COUNT = 5
+
 SCHEDULE_OPERATIONS = {
     "suspend": Operation("suspend", "Suspend schedules", "suspend", "suspend_schedule",
                          SuspendForm, frozenset({"active"}), "Suspend…"),
     "release": Operation("release", "Release schedules after recovery", "release",
                          "release_schedule", ReleaseForm, frozenset({"suspended"}),
-                         "Release after recovery…"),
+                         "Release after recovery…", frozenset({"runtime_epoch_mismatch"})),
+    "reissue": Operation("reissue", "Re-issue schedules as a new generation", "re-issue",
+                         "reissue_schedule", ReissueForm, frozenset({"suspended"}),
+                         "Re-issue as a new generation…", frozenset(REISSUE_REASONS)),
+    "pause": Operation("pause", "Pause schedules", "pause", "pause_schedule", PauseForm,
+                       frozenset({"active"}), "Pause…"),
+    "resume": Operation("resume", "Resume schedules", "resume", "pause_schedule", ResumeForm,
+                        frozenset({"paused"}), "Resume…"),
+    "trigger": Operation("trigger", "Run schedules now", "run now", "trigger_schedule",
+                         TriggerForm, frozenset({"active", "paused"}), "Run now…"),
     "delete": Operation("delete", "Delete schedules", "delete", "delete_schedule", DeleteForm,
-                        frozenset({"active", "suspended", "completed"}), "Delete…"),
+                        frozenset({"active", "suspended", "paused", "completed"}), "Delete…"),
 }
 
 
 class ScheduleOperations(_Operations):
     operations = SCHEDULE_OPERATIONS
-    actions = ("suspend_selected", "release_selected", "delete_selected_schedules")
+    actions = ("suspend_selected", "release_selected", "pause_selected", "resume_selected",
+               "delete_selected_schedules")
 
     def has_suspend_permission(self, request):
         return self.has_operation_permission(request, self.operations["suspend"])
@@ -254,6 +316,29 @@ class ScheduleOperations(_Operations):
     def delete_selected_schedules(self, request, queryset):
         return _redirect_to_operation(self, request, queryset, "delete")
 
+    def has_pause_permission(self, request):
+        return self.has_operation_permission(request, self.operations["pause"])
+
+    @admin.action(description="Pause selected schedules…", permissions=["pause"])
+    def pause_selected(self, request, queryset):
+        return _redirect_to_operation(self, request, queryset, "pause")
+
+    @admin.action(description="Resume selected schedules…", permissions=["pause"])
+    def resume_selected(self, request, queryset):
+        return _redirect_to_operation(self, request, queryset, "resume")
+
+    def operation_initial(self, op: Operation) -> dict:
+        if op.name == "trigger":
+            import uuid
+
+            return {"request_id": f"admin:{uuid.uuid4()}"}
+        return {}
+
+    def operation_rows_context(self, request, op: Operation, rows) -> dict:
+        if op.name != "reissue":
+            return {}
+        return {"previews": [(row, _preview(row)) for row in rows]}
+
     def perform(self, request, op: Operation, row, data: dict) -> None:
         from durable_schedule import schedules
 
@@ -271,6 +356,31 @@ class ScheduleOperations(_Operations):
                 if info.revision == expected:
                     return f"unchanged, the schedule is {info.state}."
                 return f"suspended (revision {info.revision})."
+        elif op.name == "pause":
+            def call():
+                info = schedules.pause(row.scope_id, row.schedule_id, data["note"], actor=actor,
+                                       expected_revision=expected)
+                if info.revision == expected:
+                    return f"unchanged, the schedule is {info.state}."
+                return f"paused (revision {info.revision})."
+        elif op.name == "resume":
+            def call():
+                info = schedules.resume(row.scope_id, row.schedule_id, actor=actor,
+                                        catch_up=data["catch_up"], expected_revision=expected)
+                return f"resumed (revision {info.revision}), next instant " \
+                       f"{timeline.stamp(info.next_nominal_utc)}."
+        elif op.name == "trigger":
+            def call():
+                run = schedules.trigger(row.scope_id, row.schedule_id, data["request_id"],
+                                        actor=actor)
+                done = "running now" if run.created else "already run for this request"
+                return f"{done}: Work {run.work_id}."
+        elif op.name == "reissue":
+            def call():
+                info = schedules.update(row.scope_id, row.schedule_id,
+                                        expected_revision=expected, actor=actor)
+                return f"re-issued as generation {info.generation}, now {info.state}, next " \
+                       f"instant {timeline.stamp(info.next_nominal_utc)}."
         elif op.name == "release":
             def call():
                 info = schedules.release_after_recovery(row.scope_id, row.schedule_id,
@@ -285,10 +395,18 @@ class ScheduleOperations(_Operations):
 
 
 # ---------------------------------------------------------------- Work
+WORK_CONFIRM = "admin/durable_schedule/work_operation_confirm.html"
 WORK_OPERATIONS = {
     "proof": Operation("proof", "Record proof for suspended Work", "record proof",
                        "record_work_proof", ProofForm, frozenset({"suspended"}),
                        "Record proof…"),
+    "resume_work": Operation("resume_work", "Resume Work after deploying its definition",
+                             "resume", "resume_work", ReleaseForm, frozenset({"suspended"}),
+                             "Resume…", frozenset({"unknown_definition", "reconciler_missing"}),
+                             WORK_CONFIRM),
+    "cancel_work": Operation("cancel_work", "Cancel Work", "cancel", "cancel_work",
+                             CancelWorkForm, frozenset({"pending", "suspended"}), "Cancel…",
+                             None, WORK_CONFIRM),
 }
 
 
@@ -306,6 +424,8 @@ class WorkOperations(_Operations):
         return _redirect_to_operation(self, request, queryset, "proof")
 
     def operation_rows_context(self, request, op, rows) -> dict:
+        if op.name != "proof":
+            return {}
         # The permit each proof resolves: the most recent unresolved admitted one
         # (docs/protocol/work.md).
         permits = {row.pk: timeline.unresolved_permit(row) for row in rows}
@@ -316,6 +436,14 @@ class WorkOperations(_Operations):
 
         actor = request.user.get_username()
         label = f"{row.scope_id}/{row.work_id}"
+        if op.name in ("resume_work", "cancel_work"):
+            call_api = work.resume if op.name == "resume_work" else work.cancel
+
+            def call():
+                return f"now {call_api(row.scope_id, row.work_id, actor=actor)}."
+
+            self._report(request, label, call)
+            return
         outcome = data["outcome"]
         # The permit the confirmation page named: if another one is the most recent unresolved
         # permit by now, the API refuses (DS213) instead of resolving a permit nobody looked at.
@@ -333,3 +461,25 @@ class WorkOperations(_Operations):
             return text + "."
 
         self._report(request, label, call)
+
+
+def _preview(row) -> dict:
+    """What a re-issue would schedule: the next instants of the stored spec from now (the
+    database clock), or why it cannot be re-issued unchanged."""
+    from durable_schedule import schedules
+    from durable_schedule.evaluation.timeline import next_instant_after
+
+    info = schedules.get(row.scope_id, row.schedule_id)
+    if info.spec is None:
+        return {"error": "the stored spec cannot be read back: re-issue it with "
+                         "schedules.update(spec=...) from code"}
+    now = timeline.database_now()
+    # A new generation is accepted now; its cursor is max(cursor, now) (schedules.update).
+    after, found = max(info.cursor_utc, now), []
+    while len(found) < PREVIEW_COUNT:
+        nxt = next_instant_after(info.spec, now, after)
+        if nxt is None or (info.end_at is not None and nxt > info.end_at):
+            break
+        found.append(timeline.stamp(nxt))
+        after = nxt
+    return {"instants": found, "spec": timeline.describe_spec(info.spec)}

@@ -18,6 +18,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from durable_schedule.admin import scoping
+from durable_schedule.admin.actions import REISSUE_REASONS
 from durable_schedule.operations.recovery import RELEASABLE_REASON
 from durable_schedule.operations.status import collect, unreachable
 from durable_schedule.store.models import RunnerHeartbeat, ScheduleDefinition
@@ -28,16 +29,23 @@ NEEDS_UPDATE = "schedules.update() with a corrected definition (a new generation
 
 def _fix(request, s) -> dict:
     """The one action for a suspended schedule: release after recovery for an epoch mismatch,
-    else its detail page (the fix is an update in code)."""
+    re-issue as a new generation for the others (docs/admin.md), else (no permission) its
+    detail page."""
     scope_q = urlencode({scoping.SCOPE_PARAM: s.scope_id})
     detail = reverse("admin:durable_schedule_scheduledefinition_change",
                      args=[s.definition_pk]) + f"?{scope_q}"
+    query = urlencode({"ids": s.definition_pk, scoping.SCOPE_PARAM: s.scope_id,
+                       "next": request.get_full_path()})
     if s.reason == RELEASABLE_REASON and request.user.has_perm(
             "durable_schedule.release_schedule"):
         url = reverse("admin:durable_schedule_scheduledefinition_operate", args=["release"])
-        query = urlencode({"ids": s.definition_pk, scoping.SCOPE_PARAM: s.scope_id,
-                           "next": request.get_full_path()})
         return {"label": "Release after recovery…", "url": f"{url}?{query}", "detail": detail}
+    if s.reason in REISSUE_REASONS and request.user.has_perm(
+            "durable_schedule.reissue_schedule"):
+        # The confirmation page shows the next instants, or why the row must be fixed in code.
+        url = reverse("admin:durable_schedule_scheduledefinition_operate", args=["reissue"])
+        return {"label": "Re-issue as a new generation…", "url": f"{url}?{query}",
+                "detail": detail}
     return {"label": f"needs {NEEDS_UPDATE}", "url": None, "detail": detail}
 
 

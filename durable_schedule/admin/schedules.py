@@ -7,8 +7,6 @@ The definition page's operations (suspend, release after recovery, delete) live 
 
 from __future__ import annotations
 
-from datetime import UTC
-
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.db.models import OuterRef, Subquery
@@ -16,6 +14,8 @@ from django.db.models import OuterRef, Subquery
 from durable_schedule.admin import actions, timeline
 from durable_schedule.admin.base import ReadOnlyScopedAdmin, RoutedReadOnlyAdmin, admin_link
 from durable_schedule.admin.filters import DistinctValuesFilter, choices_filter
+from durable_schedule.errors import DurableError
+from durable_schedule.evaluation.timeline import spec_from_json
 from durable_schedule.store.models import (
     Occurrence,
     ScheduleDefinition,
@@ -26,10 +26,10 @@ from durable_schedule.store.models import (
     Work,
 )
 
-SCHEDULE_STATES = ("active", "suspended", "deleted", "completed")
+SCHEDULE_STATES = ("active", "suspended", "paused", "deleted", "completed")
 OCCURRENCE_STATES = ("pending", "claimed", "materialized", "skipped", "superseded", "canceled",
                      "suspended")
-OCCURRENCE_KINDS = ("nominal", "recovery", "coalesced")
+OCCURRENCE_KINDS = ("nominal", "recovery", "coalesced", "manual")
 
 
 def _active_generation(field: str) -> Subquery:
@@ -59,7 +59,7 @@ class SuspensionReasonFilter(DistinctValuesFilter):
 
 @admin.register(ScheduleDefinition)
 class ScheduleDefinitionAdmin(actions.ScheduleOperations, ReadOnlyScopedAdmin):
-    list_display = ("scope_id", "schedule_id", "kind", "state", "next_due", "lateness",
+    list_display = ("scope_id", "schedule_id", "spec", "state", "next_due", "lateness",
                     "suspension_reason")
     list_display_links = ("schedule_id",)
     list_filter = (choices_filter("state", "state", SCHEDULE_STATES), SuspensionReasonFilter)
@@ -70,6 +70,8 @@ class ScheduleDefinitionAdmin(actions.ScheduleOperations, ReadOnlyScopedAdmin):
         (None, {"fields": ("scope_id", "schedule_id", "state", "revision", "active_generation")}),
         ("Cursor and fences", {"fields": ("cursor_utc", "runtime_epoch", "scope_generation")}),
         ("Suspension", {"fields": ("suspension_reason", "suspension_evidence", "suspended_at")}),
+        ("Pause", {"fields": ("paused_at", "paused_by", "pause_note", "resumed_at")}),
+        ("Missed instants", {"fields": ("missed",)}),
         ("Record", {"fields": ("created_at", "updated_at")}),
     )
 
@@ -89,17 +91,32 @@ class ScheduleDefinitionAdmin(actions.ScheduleOperations, ReadOnlyScopedAdmin):
     def kind(self, obj):
         return obj.gen_kind
 
+    @admin.display(description="schedule", ordering="gen_kind")
+    def spec(self, obj):
+        """The spec as an operator reads it ("every 10 min"), the raw JSON only when the stored
+        spec cannot be read back."""
+        try:
+            return timeline.describe_spec(spec_from_json(obj.gen_kind, obj.gen_spec,
+                                                         obj.gen_evaluator))
+        except DurableError:
+            return f"{obj.gen_kind}: {obj.gen_spec}"
+
     def _next_due(self, obj):
         return timeline.next_due(obj.state, obj.gen_kind, obj.gen_spec, obj.gen_evaluator,
                                  obj.gen_accepted_at, obj.cursor_utc)
 
-    @admin.display(description="next due (UTC)", ordering="dispatch_due_at")
+    @admin.display(description="next due", ordering="dispatch_due_at")
     def next_due(self, obj):
-        due = self._next_due(obj)
-        return due.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if due else "—"
+        if obj.state == "paused":
+            return "paused"
+        return timeline.stamp(self._next_due(obj))
 
     @admin.display(description="lateness")
     def lateness(self, obj):
+        # Only an active schedule can be late: a paused or suspended one is waiting for an
+        # operator, which its state already says (docs/admin.md).
+        if obj.state != "active":
+            return "—"
         return timeline.format_duration(timeline.lateness(self._next_due(obj), obj.db_now))
 
     def detail_context(self, request, object_id, scope_id):
@@ -115,7 +132,8 @@ class ScheduleGenerationAdmin(ReadOnlyScopedAdmin):
     """Append-only generations (a trigger refuses UPDATE/DELETE); newest first."""
 
     list_display = ("scope_id", "schedule_id", "generation", "kind", "accepted_at_utc",
-                    "overlap_policy", "misfire_policy", "evaluator_version", "created_by")
+                    "overlap_policy", "misfire_policy", "start_at", "end_at", "max_runs",
+                    "jitter", "evaluator_version", "created_by")
     list_filter = (choices_filter("kind", "kind", ("at", "after", "every")),)
     search_fields = ("=scope_id", "schedule_id")
     ordering = ("-accepted_at_utc", "-generation")
@@ -124,7 +142,7 @@ class ScheduleGenerationAdmin(ReadOnlyScopedAdmin):
 @admin.register(Occurrence)
 class OccurrenceAdmin(ReadOnlyScopedAdmin):
     list_display = ("scope_id", "schedule_id", "generation", "kind", "first_nominal_utc",
-                    "last_nominal_utc", "state", "work")
+                    "last_nominal_utc", "state", "jitter_us", "request_id", "work")
     list_filter = (choices_filter("state", "state", OCCURRENCE_STATES),
                    choices_filter("kind", "kind", OCCURRENCE_KINDS))
     search_fields = ("=scope_id", "schedule_id", "work_command", "work_idempotency_key")

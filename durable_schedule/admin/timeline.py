@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db.models import DateTimeField
 from django.db.models.expressions import RawSQL
@@ -74,6 +74,32 @@ def lateness(due: datetime | None, now: datetime) -> timedelta | None:
     if due is None or due > now:
         return None
     return now - due
+
+
+def stamp(value: datetime | None) -> str:
+    """The admin's one timestamp format: ``2030-01-01 12:00:00 UTC`` ("—" for none)."""
+    if value is None:
+        return "—"
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def describe_spec(spec) -> str:
+    """A spec as an operator reads it: ``every 10 min``, ``once at 2030-01-01 12:00:00 UTC``,
+    ``once, 1 h after acceptance``, ``cron 30 2 * * * in Europe/Berlin``; other kinds by
+    their own ``describe()`` or repr."""
+    from durable_schedule.evaluation.timeline import After, At, Every
+
+    if isinstance(spec, Every):
+        text = f"every {format_duration(spec.interval)}"
+        return text + (f" from {stamp(spec.anchor)}" if spec.anchor is not None else "")
+    if isinstance(spec, At):
+        return f"once at {stamp(spec.when)}"
+    if isinstance(spec, After):
+        return f"once, {format_duration(spec.delay)} after acceptance"
+    if type(spec).__name__ == "Cron":
+        return f"cron {spec.expression} in {spec.tz}"
+    describe = getattr(spec, "describe", None)
+    return describe() if callable(describe) else repr(spec)
 
 
 def format_duration(delta: timedelta | None) -> str:

@@ -78,8 +78,10 @@ class WorkAdmin(actions.WorkOperations, ReadOnlyScopedAdmin):
         obj = self.get_object(request, unquote(object_id))
         if obj is None:
             return {}
+        # The page is titled by what the Work is, not by the model's name (docs/admin.md).
         return {"work_timeline": timeline.work_timeline(obj, request),
-                "operations": self.operations_for(request, obj)}
+                "operations": self.operations_for(request, obj),
+                "title": f"{obj.work_name}@{obj.work_version}", "subtitle": str(obj.work_id)}
 
 
 class _ByWork(ReadOnlyScopedAdmin):

@@ -52,6 +52,9 @@ from durable_schedule.errors import (
     NonPositiveDuration,
     UnevaluableGeneration,
 )
+from durable_schedule.evaluation import bounds as bounding
+from durable_schedule.evaluation import overlap as overlap_policy
+from durable_schedule.evaluation.bounds import Bounds
 from durable_schedule.evaluation.timeline import (
     EVALUATOR_VERSIONS,
     ScheduleSpec,
@@ -65,8 +68,8 @@ from durable_schedule.evaluation.timeline import (
 MISFIRE_POLICIES = ("run_once", "skip")
 """Persisted misfire policies; ``run_once`` is the default (docs/protocol/schedules.md rule S3)."""
 
-OVERLAP_POLICIES = ("queue_one",)
-"""Persisted overlap policies; ``queue_one`` is the default and the only one in v1."""
+OVERLAP_POLICIES = overlap_policy.OVERLAP_POLICIES
+"""Persisted overlap policies; ``queue_one`` is the default (evaluation/overlap.py)."""
 
 ACTIONS = ("noop", "nominal", "recovery", "skipped", "coalesce", "suspend")
 WORK_ACTIONS = ("nominal", "recovery")
@@ -114,6 +117,9 @@ class Decision:
     next_due: datetime | None
     suspend_reason: str | None = None
     evidence: dict[str, Any] | None = None
+    #: For ``skipped``: ``"misfire"`` (the misfire policy ``skip``) or ``"overlap"`` (the
+    #: overlap policy ``skip`` while the slot is held); what ``missed`` counts it under.
+    skip_cause: str | None = None
 
     @property
     def produces_work(self) -> bool:
@@ -165,6 +171,9 @@ def decide(
     misfire: str,
     overlap: str,
     slot: SlotState,
+    bounds: Bounds = bounding.NONE,
+    runs: int = 0,
+    late_from: datetime | None = None,
 ) -> Decision:
     """Decide what one pass does for one schedule (rules 1-4 of the module docstring).
 
@@ -174,6 +183,11 @@ def decide(
     the persisted cursor lies before ``accepted_at`` (the cursor starts there and only moves
     forward, so stored state was altered; evaluating would back-fill instants before
     acceptance).
+
+    Lifecycle (docs/schedules.md): ``bounds`` clips the window at ``end_at`` and ends the
+    generation when ``max_runs`` is used up (``runs``: the scheduled runs so far); instants
+    before ``late_from`` (the resume instant after a pause) are late only from ``late_from`` on,
+    so a long pause is not mistaken for a clock jump.
     """
     window_us = _check_policies(misfire, overlap, safety_window)
     kind = kind_of(spec)
@@ -189,13 +203,22 @@ def decide(
             reason="cursor_before_acceptance", cursor=_iso(cursor), accepted_at=_iso(accepted_at),
         )
 
-    found = instants_in(spec, accepted_at, cursor, cutoff)
+    late_from = _aware(late_from, "late_from", optional=True)
+    left = bounding.runs_left(bounds, runs)
+
+    def following(after: datetime, used: int = 0) -> datetime | None:
+        if left is not None and left - used <= 0:
+            return None  # max_runs used up: no further instant exists
+        return bounding.within(next_instant_after(spec, accepted_at, after), bounds)
+
+    found = None if left == 0 else instants_in(spec, accepted_at, cursor,
+                                               bounding.clip(cutoff, bounds))
     if found is None:
         # Rule 1: nothing to evaluate (also covers a cutoff at or behind the cursor).
-        return Decision("noop", None, None, 0, cursor,
-                        next_instant_after(spec, accepted_at, cursor))
+        return Decision("noop", None, None, 0, cursor, following(cursor))
 
-    lateness_us = to_us(cutoff) - to_us(found.first)
+    late_base = found.first if late_from is None else max(found.first, late_from)
+    lateness_us = to_us(cutoff) - to_us(late_base)
     evidence: dict[str, Any] = {
         "evaluator_version": EVALUATOR_VERSIONS[kind],
         "kind": kind,
@@ -211,6 +234,8 @@ def decide(
         "slot_occupied": slot.occupied,
         "pending_coalesced_last": _iso(pending_last),
     }
+    if late_from is not None:
+        evidence["late_from"] = _iso(late_from)
     if found.local is not None:
         # Cron: the local wall time (and fold) beside the UTC identity, so an operator sees
         # why 02:30 ran at 03:00; the count is "at least" when it was not counted to the end.
@@ -228,10 +253,11 @@ def decide(
         action = "recovery"
     else:
         action = "skipped"
-    # Rule 4: queue_one keeps at most one queued occurrence behind the occupied slot. A pending
-    # coalesced occurrence absorbs every new instant, a skipped range included: its last instant
-    # only moves forward, so anything recorded beside it would later fall inside its range.
-    if pending_last is not None or (action in WORK_ACTIONS and slot.occupied):
-        action = "coalesce"
+    # Rule 4: the overlap policy (queue_one keeps at most one queued occurrence behind the
+    # occupied slot; skip skips; allow_all has no slot).
+    action, cause = overlap_policy.apply(action, overlap, occupied=slot.occupied,
+                                         pending=pending_last is not None)
+    # A run (or a new pending coalesced occurrence, which will run) uses one of max_runs.
+    used = 1 if action in WORK_ACTIONS or (action == "coalesce" and pending_last is None) else 0
     return Decision(action, found.first, found.last, found.count, found.last,
-                    next_instant_after(spec, accepted_at, found.last), evidence=evidence)
+                    following(found.last, used), evidence=evidence, skip_cause=cause)

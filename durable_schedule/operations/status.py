@@ -17,6 +17,7 @@ runner alone is a warning: its leases expire and the live runners take its rows 
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 from durable_schedule import conf
 from durable_schedule.operations.gauges import QueueHealth, RunnerInfo, queue_health, runners
 from durable_schedule.operations.scopes import routing_ids
+from durable_schedule.processor import lifecycle as lifecycle_hooks
 from durable_schedule.store import inspection
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import connection, routed
@@ -72,6 +74,10 @@ class StatusReport:
     work: QueueHealth = field(default_factory=QueueHealth)
     suspended_schedules: list[SuspendedSchedule] = field(default_factory=list)
     work_by_state: dict[str, int] = field(default_factory=dict)
+    #: Schedules an operator paused (not a problem: a decision), and the instants skipped per
+    #: cause over every schedule (docs/schedules.md "Missed instants").
+    paused_schedules: int = 0
+    missed_instants: dict[str, int] = field(default_factory=dict)
     work_backlog_by_name: dict[str, NamedBacklog] = field(default_factory=dict)
     finished_last_hour: dict[str, int] = field(default_factory=dict)
     runners: list[RunnerInfo] = field(default_factory=list)
@@ -219,6 +225,10 @@ def _tz_rules(report: StatusReport, using: str | None) -> None:
 def _read_scope(cur, scope_id: str, report: StatusReport) -> None:
     cur.execute(_q("suspended_schedules"))
     report.suspended_schedules.extend(SuspendedSchedule(scope_id, *row) for row in cur.fetchall())
+    paused, missed = lifecycle_hooks.run_lifecycle(cur, "status_lifecycle", {}).fetchone()
+    report.paused_schedules += paused
+    for cause, count in json.loads(missed).items():
+        report.missed_instants[cause] = report.missed_instants.get(cause, 0) + int(count)
     cur.execute(_q("work_states"))
     for state, count in cur.fetchall():
         report.work_by_state[state] = report.work_by_state.get(state, 0) + count

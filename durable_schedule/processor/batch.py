@@ -45,6 +45,7 @@ from durable_schedule.barriers import (
 )
 from durable_schedule.errors import SchemaBelowFloor
 from durable_schedule.evaluation.decision import Decision
+from durable_schedule.processor import lifecycle as hooks
 from durable_schedule.processor.batch_work import (
     BatchAbandoned,
     WorkBatch,
@@ -218,7 +219,8 @@ class _Batch:
             # the caller leaves it to that step, which quarantines it.
             raise _Unevaluable("foreign pending coalesced occurrence")
         return evaluate_generation(d, self.fences.clock, item.occupant,
-                                   pending.last if pending else None, spec=item.spec)
+                                   pending.last if pending else None, spec=item.spec,
+                                   lifecycle=hooks.decide_inputs(self.cur, d))
 
     @staticmethod
     def _is_fast(item: _Item) -> bool:
@@ -228,6 +230,8 @@ class _Batch:
             return False
         if decision.action == "noop" and item.pending is not None and item.occupant is None:
             return False  # the pending coalesced occurrence runs now: the single step does it
+        if decision.action == "nominal" and item.d.jitter is not None:
+            return False  # a jittered Work is due later, with its offset on the occurrence row
         # A completion rewrites the definition row: the single step's separate statements.
         return not (decision.next_due is None and item.pending is None)
 

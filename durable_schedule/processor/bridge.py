@@ -137,9 +137,10 @@ class Bridged:
 
 
 def bridge(cur, identity: OccurrenceIdentity, target_json: Any, now: datetime, *,
-           write_link: bool = True) -> Bridged:
+           write_link: bool = True, due_at: datetime | None = None) -> Bridged:
     """Accept the occurrence's Work in this transaction and link it, compare-or-return.
 
+    ``due_at``: when the Work becomes due (a jittered nominal instant); None: at once.
     ``write_link=False``: the guarded link write is left to the caller (``Bridged.link_row``),
     who must run the ``write link`` guard and raise ``link_conflict`` when it matches no row.
     """
@@ -168,7 +169,7 @@ def bridge(cur, identity: OccurrenceIdentity, target_json: Any, now: datetime, *
         raise _conflict(identity, derived, {"state": state}, "the occurrence is not pending")
     request = WorkTarget.from_json(target_json).to_request(
         command_id=derived.command, idempotency_key=derived.idempotency_key,
-        work_id=derived.work_id, accepted_base=now)
+        work_id=derived.work_id, accepted_base=now, due_at=due_at)
     accepted = accept_in_scope(cur, identity.scope_id, request,
                                source_occurrence_id=occurrence_id)
     barrier(SCHEDULE_WORK_AFTER_ACCEPTANCE)

@@ -31,12 +31,17 @@ def generation_fence(spec: ScheduleSpec, cursor_utc: datetime) -> tuple[str, dic
 
 def evaluate_generation(d: Definition, cutoff: datetime, occupant: Any,
                         pending_last: datetime | None, *,
-                        spec: ScheduleSpec | None = None) -> Decision:
+                        spec: ScheduleSpec | None = None,
+                        lifecycle: dict[str, Any] | None = None) -> Decision:
     """Decide what the pass does with ``d`` at ``cutoff``: the stored spec strictly
     re-validated, then ``decide()`` with the slot as locked (``occupant``: the Work id holding
     the slot, or None; ``pending_last``: the last instant of the pending coalesced occurrence).
-    ``spec``: ``d.spec()`` when the caller already validated it."""
+    ``spec``: ``d.spec()`` when the caller already validated it. ``lifecycle``: the bounds,
+    run count and resume instant from ``processor.lifecycle.decide_inputs`` (required: both
+    paths read the run count under the definition lock)."""
     spec = d.spec() if spec is None else spec
+    if lifecycle is None:
+        raise TypeError("evaluate_generation needs lifecycle=processor.lifecycle.decide_inputs()")
     return decide(spec, d.accepted_at_utc, d.cursor_utc, cutoff,
                   safety_window=d.safety_window, misfire=d.misfire, overlap=d.overlap,
-                  slot=SlotState(occupant is not None, pending_last))
+                  slot=SlotState(occupant is not None, pending_last), **lifecycle)

@@ -45,7 +45,9 @@ from durable_schedule.errors import (
     SchemaBelowFloor,
     UnevaluableGeneration,
 )
+from durable_schedule.evaluation import jitter as jittering
 from durable_schedule.evaluation.decision import Decision
+from durable_schedule.processor import lifecycle as hooks
 from durable_schedule.processor.bridge import OccurrenceIdentity, bridge, link_conflict
 from durable_schedule.processor.dispatcher import Claim
 from durable_schedule.processor.evaluate import evaluate_generation, generation_fence
@@ -210,7 +212,7 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
     occupant = _lock_slot(cur, scope_id, schedule_id)
     pending = _lock_pending(cur, scope_id, schedule_id, d.generation)
     decision = evaluate_generation(d, cutoff, occupant, pending.last if pending else None,
-                                   spec=spec)
+                                   spec=spec, lifecycle=hooks.decide_inputs(cur, d))
 
     where["phase"] = "dispose"
     if decision.action == "suspend":
@@ -236,7 +238,8 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
     if to_bridge is not None:
         # Unless the schedule completes, the link is written by the closing statement below
         # (compare-or-return is unchanged: the bridge still decides, the guard still counts).
-        bridged = bridge(cur, to_bridge, d.target_json, cutoff, write_link=completed)
+        bridged = bridge(cur, to_bridge, d.target_json, cutoff, write_link=completed,
+                         due_at=_jittered_due(d, to_bridge))
 
     where["phase"] = "finish"
     if completed:
@@ -348,7 +351,8 @@ class _Ctx:
         insert (the bridge's runtime proof), or None when the identity already existed."""
         row = run(self.cur, "insert_occurrence", {
             **self._key(), "generation": self.d.generation, "kind": kind, "first": first,
-            "last": last, "state": state, "now": self.now()}).fetchone()
+            "last": last, "state": state, "now": self.now(),
+            "jitter_us": hooks.jitter_offset(self.d, kind, first)}).fetchone()
         return None if row is None else row
 
 
@@ -399,6 +403,8 @@ def _dispose(ctx: _Ctx, decision: Decision, pending: _Pending | None):
                                   fresh_proof=None if fresh is None else fresh[1:]), pending
     if action == "skipped":
         ctx.insert_occurrence("recovery", decision.first, decision.last, "skipped")
+        hooks.count_missed(ctx.cur, d, decision.skip_cause or "misfire", decision.count,
+                           ctx.now())
     elif action == "coalesce":
         if pending is None:
             ctx.insert_occurrence("coalesced", decision.first, decision.last, "pending")
@@ -413,6 +419,12 @@ def _dispose(ctx: _Ctx, decision: Decision, pending: _Pending | None):
                 raise RuntimeError("guarded coalesced extension matched no row")
             pending = _Pending(pending.id, pending.generation, pending.first, row[0])
     return None, pending
+
+
+def _jittered_due(d: Definition, identity: OccurrenceIdentity) -> datetime | None:
+    """The Work's due time: nominal + the identity's jitter offset (None: due at once)."""
+    offset = hooks.jitter_offset(d, identity.kind, identity.first_nominal_utc)
+    return None if offset is None else jittering.due_at(identity.first_nominal_utc, offset)
 
 
 def _event(decision: Decision, bridged, completed: bool) -> str:
@@ -432,6 +444,8 @@ def _detail(decision: Decision, bridged, to_bridge, pending, occupant, completed
         "next_due": iso(due), "completed": completed,
         "slot_work_id": None if occupant is None else str(occupant),
     }
+    if decision.skip_cause is not None:
+        detail["skip_cause"] = decision.skip_cause
     if decision.evidence and "local" in decision.evidence:
         # Cron: wall time and fold of first/last; the count is "at least" when not exact.
         detail["local"] = decision.evidence["local"]

@@ -34,6 +34,9 @@ from durable_schedule.errors import (
     ScheduleNotSuspended,
     UnknownWorkTarget,
 )
+from durable_schedule.evaluation import bounds as bounding
+from durable_schedule.evaluation import jitter as jittering
+from durable_schedule.evaluation.bounds import Bounds
 from durable_schedule.evaluation.timeline import (
     ScheduleSpec,
     bind_spec,
@@ -49,7 +52,7 @@ from durable_schedule.schedules.records import Definition, run
 from durable_schedule.store.transactions import scoped, validate_scope_id
 from durable_schedule.work.target import WorkTarget
 
-STATES = ("active", "suspended", "deleted", "completed")
+STATES = ("active", "suspended", "paused", "deleted", "completed")
 #: The reason ``suspend()`` records; ``release_after_recovery`` does not clear it (use update).
 OPERATOR_REASON = "operator"
 #: The only suspension ``release_after_recovery`` clears (docs/protocol/schedules.md "Clock and
@@ -57,10 +60,15 @@ OPERATOR_REASON = "operator"
 RELEASABLE_REASON = "runtime_epoch_mismatch"
 
 
+#: update(): "keep the active generation's value" for the nullable lifecycle facts.
+_KEEP: Any = object()
+
+
 # ---------------------------------------------------------------- helpers
-def _first_due(spec: ScheduleSpec, accepted_at: datetime, cursor: datetime) -> datetime:
+def _first_due(spec: ScheduleSpec, accepted_at: datetime, cursor: datetime,
+               bounds: Bounds = bounding.NONE) -> datetime:
     """The first nominal instant after the cursor; a spec without one is refused (DS117)."""
-    due = next_instant_after(spec, accepted_at, cursor)
+    due = bounding.within(next_instant_after(spec, accepted_at, cursor), bounds)
     if due is None:
         raise ScheduleNeverFires(
             "the schedule has no nominal instant after its acceptance time",
@@ -112,6 +120,10 @@ def create(
     misfire: str = "run_once",
     safety_window: timedelta | None = None,
     actor: str = "",
+    start_at: datetime | None = None,
+    end_at: datetime | None = None,
+    max_runs: int | None = None,
+    jitter: timedelta | None = None,
 ) -> ScheduleInfo:
     """Create schedule ``schedule_id`` in ``scope`` with generation 1.
 
@@ -123,6 +135,11 @@ def create(
     ``DURABLE_SCHEDULE['SAFETY_WINDOW']``). Raises ``ScheduleAlreadyExists`` (DS109),
     ``ScheduleDeleted`` (DS107: deletion is terminal for an identity) and ``ScheduleNeverFires``
     (DS117: e.g. an ``At`` instant at or before the acceptance time).
+
+    Lifecycle (docs/schedules.md "Bounds and limits", "Jitter", "Overlap policies"):
+    ``start_at`` / ``end_at`` (inclusive) bound the instants, ``max_runs`` ends the schedule
+    after that many scheduled runs, ``jitter`` delays each nominal instant's Work by a
+    deterministic offset below it; ``overlap`` is ``queue_one``, ``skip`` or ``allow_all``.
     """
     validate_scope_id(scope)
     schedule_id = check.schedule_id(schedule_id)
@@ -131,10 +148,13 @@ def create(
     overlap, misfire = check.policies(overlap, misfire)
     window = check.safety_window(safety_window)
     actor = check.actor(actor)
+    bounds = Bounds(start_at=start_at, end_at=end_at, max_runs=max_runs)
+    jitter = _jitter(jitter, spec, target_json)
     with scoped(scope) as cur:
         accepted = records.transaction_clock(cur)
         spec = bind_spec(spec, scope, schedule_id, accepted)
-        due = _first_due(spec, accepted, accepted)
+        cursor = bounding.initial_cursor(accepted, accepted, bounds)
+        due = _first_due(spec, accepted, cursor, bounds)
         fences = records.lock_fences(cur, scope)
         existing = records.lock_definition(cur, scope, schedule_id)
         if existing is not None and existing.state == "deleted":
@@ -145,26 +165,60 @@ def create(
         }).fetchone()
         if inserted is None:
             raise ScheduleAlreadyExists("the schedule exists", schedule_id=schedule_id)
+        if cursor != accepted:
+            # start_at lies ahead: the cursor starts just before it (evaluation/bounds.py).
+            run(cur, "move_cursor", {"scope_id": scope, "schedule_id": schedule_id,
+                                     "revision": 1, "old_cursor": accepted,
+                                     "new_cursor": cursor, "now": accepted})
         _insert_generation(cur, scope, schedule_id, 1, spec, accepted, target_json, overlap,
-                           misfire, window, actor)
+                           misfire, window, actor, bounds, jitter)
         records.upsert_dispatch(cur, routing_id=fences.routing_id, schedule_id=schedule_id,
                                 due_at=due)
         _history(cur, scope, schedule_id, 1, "created", actor, accepted, revision=1,
                  kind=kind_of(spec), spec=spec_to_json(spec), overlap=overlap, misfire=misfire,
                  safety_window_us=window // timedelta(microseconds=1),
-                 accepted_at_utc=records.iso(accepted), due_at=records.iso(due))
+                 accepted_at_utc=records.iso(accepted), due_at=records.iso(due),
+                 **_lifecycle_detail(bounds, jitter))
         return _reread(cur, scope, schedule_id)
 
 
 def _insert_generation(cur, scope, schedule_id, generation, spec, accepted, target_json,
-                       overlap, misfire, window, actor) -> None:
+                       overlap, misfire, window, actor, bounds: Bounds,
+                       jitter: timedelta | None) -> None:
     run(cur, "insert_generation", {
         "scope_id": scope, "schedule_id": schedule_id, "generation": generation,
         "kind": kind_of(spec), "spec": records.to_json(spec_to_json(spec)),
         "accepted_at": accepted, "target": records.to_json(target_json), "overlap": overlap,
         "misfire": misfire, "safety_window": window,
         "evaluator_version": evaluator_version_of(spec), "actor": actor,
+        "start_at": bounds.start_at, "end_at": bounds.end_at, "max_runs": bounds.max_runs,
+        "jitter": jitter,
     })
+
+
+def _jitter(jitter: Any, spec: ScheduleSpec, target_json: dict[str, Any]) -> timedelta | None:
+    jitter = jittering.validate(jitter, spec)
+    policy = target_json.get("policy") if isinstance(target_json, dict) else None
+    if jitter is not None and isinstance(policy, dict) and policy.get("plan") is not None:
+        # A planned Work's slots are acceptance-relative and refuse a due time (DS208).
+        raise jittering.InvalidJitter("jitter cannot delay a target with an attempt plan",
+                                      field="jitter")
+    return jitter
+
+
+def _lifecycle_detail(bounds: Bounds, jitter: timedelta | None) -> dict[str, Any]:
+    """The lifecycle facts of a generation for its history row (only those that are set)."""
+    out: dict[str, Any] = {}
+    if bounds.start_at is not None:
+        out["start_at"] = records.iso(bounds.start_at)
+    if bounds.end_at is not None:
+        out["end_at"] = records.iso(bounds.end_at)
+    if bounds.max_runs is not None:
+        out["max_runs"] = bounds.max_runs
+    if jitter is not None:
+        out["jitter_us"] = jitter // timedelta(microseconds=1)
+    return out
+
 
 
 @scope_optional
@@ -179,8 +233,12 @@ def update(
     misfire: str | None = None,
     safety_window: timedelta | None = None,
     actor: str = "",
+    start_at: Any = _KEEP,
+    end_at: Any = _KEEP,
+    max_runs: Any = _KEEP,
+    jitter: Any = _KEEP,
 ) -> ScheduleInfo:
-    """Create the next generation of an active, suspended or completed schedule.
+    """Create the next generation of an active, suspended, paused or completed schedule.
 
     Arguments left ``None`` keep the active generation's value; a target snapshot is never
     rewritten, the new generation gets its own. The new generation has its own
@@ -188,7 +246,10 @@ def update(
     nothing before the update is back-filled. Pending (unstarted) occurrences of older
     generations are superseded; accepted Work of older generations keeps running and keeps the
     slot. The fences are rebound and any suspension is cleared: this is the repair for clock,
-    evaluator and scope-generation suspensions. Raises ``RevisionMismatch`` (DS106),
+    evaluator and scope-generation suspensions. A paused schedule stays paused (resume it with
+    ``resume``). ``start_at``, ``end_at``, ``max_runs`` and ``jitter`` left out keep the
+    active generation's value; ``None`` removes it. ``max_runs`` counts the runs of every
+    generation (docs/schedules.md "Bounds and limits"). Raises ``RevisionMismatch`` (DS106),
     ``ScheduleDeleted`` (DS107), ``ScheduleNotFound`` (DS108), ``ScheduleNeverFires`` (DS117).
     """
     validate_scope_id(scope)
@@ -215,28 +276,34 @@ def update(
         overlap, misfire = check.policies(d.overlap if overlap is None else overlap,
                                           d.misfire if misfire is None else misfire)
         window = window if window is not None else check.safety_window(d.safety_window)
-        cursor = max(d.cursor_utc, accepted)
-        due = _first_due(spec, accepted, cursor)
+        bounds = Bounds(start_at=d.start_at if start_at is _KEEP else start_at,
+                        end_at=d.end_at if end_at is _KEEP else end_at,
+                        max_runs=d.max_runs if max_runs is _KEEP else max_runs)
+        new_jitter = _jitter(d.jitter if jitter is _KEEP else jitter, spec, target_json)
+        cursor = bounding.initial_cursor(accepted, d.cursor_utc, bounds)
+        due = _first_due(spec, accepted, cursor, bounds)
         generation = d.generation + 1
         retired = run(cur, "retire_pending", {
             "scope_id": scope, "schedule_id": schedule_id, "state": "superseded",
             "below_generation": generation, "now": accepted}).fetchall()
         _insert_generation(cur, scope, schedule_id, generation, spec, accepted, target_json,
-                           overlap, misfire, window, actor)
+                           overlap, misfire, window, actor, bounds, new_jitter)
         revision = _guarded(run(cur, "rebind_definition", {
             "scope_id": scope, "schedule_id": schedule_id, "revision": d.revision,
             "generation": generation, "runtime_epoch": fences.runtime_epoch,
             "scope_generation": fences.scope_generation, "cursor": cursor, "now": accepted,
         }).fetchone(), "update", schedule_id)
+        # A paused schedule keeps its dispatch row disarmed (docs/schedules.md "Pause").
         records.upsert_dispatch(cur, routing_id=fences.routing_id, schedule_id=schedule_id,
-                                due_at=due)
+                                due_at=None if d.state == "paused" else due)
         _history(cur, scope, schedule_id, generation, "updated", actor, accepted,
                  revision=revision, previous_state=d.state, kind=kind_of(spec),
                  spec=spec_to_json(spec), overlap=overlap, misfire=misfire,
                  safety_window_us=window // timedelta(microseconds=1),
                  accepted_at_utc=records.iso(accepted), cursor_utc=records.iso(cursor),
                  due_at=records.iso(due), superseded=[_retired(r) for r in retired],
-                 cleared_suspension=d.suspension_reason)
+                 cleared_suspension=d.suspension_reason,
+                 **_lifecycle_detail(bounds, new_jitter))
         return _reread(cur, scope, schedule_id)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -49,6 +49,17 @@ class ScheduleInfo:
     suspended_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    paused_at: datetime | None = None
+    paused_by: str | None = None
+    pause_note: str | None = None
+    resumed_at: datetime | None = None
+    #: Instants skipped per cause: ``misfire`` (misfire ``skip``), ``overlap`` (overlap
+    #: ``skip``), ``paused`` (resume with ``catch_up="skip"``).
+    missed: dict[str, int] = field(default_factory=dict)
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    max_runs: int | None = None
+    jitter: timedelta | None = None
 
 
 def _target(target_json: Any) -> WorkTarget | None:
@@ -66,6 +77,8 @@ def from_definition(scope: str, d: Definition) -> ScheduleInfo:
     next_nominal = None
     if spec is not None and d.state == "active" and d.accepted_at_utc is not None:
         next_nominal = next_instant_after(spec, d.accepted_at_utc, d.cursor_utc)
+        if d.end_at is not None and next_nominal is not None and next_nominal > d.end_at:
+            next_nominal = None
     return ScheduleInfo(
         scope=scope, schedule_id=d.schedule_id, state=d.state, revision=d.revision,
         generation=d.generation, kind=d.kind, spec=spec, spec_json=d.spec_json,
@@ -75,5 +88,8 @@ def from_definition(scope: str, d: Definition) -> ScheduleInfo:
         next_nominal_utc=next_nominal, runtime_epoch=d.runtime_epoch,
         scope_generation=d.scope_generation, suspension_reason=d.suspension_reason,
         suspension_evidence=d.suspension_evidence, suspended_at=d.suspended_at,
-        created_at=d.created_at, updated_at=d.updated_at,
+        created_at=d.created_at, updated_at=d.updated_at, paused_at=d.paused_at,
+        paused_by=d.paused_by, pause_note=d.pause_note, resumed_at=d.resumed_at,
+        missed=dict(d.missed or {}), start_at=d.start_at, end_at=d.end_at,
+        max_runs=d.max_runs, jitter=d.jitter,
     )

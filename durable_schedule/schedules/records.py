@@ -78,6 +78,15 @@ class Definition:
     safety_window: timedelta | None
     evaluator_version: str | None
     created_by: str | None
+    paused_at: datetime | None = None
+    paused_by: str | None = None
+    pause_note: str | None = None
+    resumed_at: datetime | None = None
+    missed: dict[str, int] | None = None
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    max_runs: int | None = None
+    jitter: timedelta | None = None
 
     def spec(self) -> ScheduleSpec:
         """The stored spec, strictly re-validated (DS114 for a missing or tampered generation)."""
@@ -96,6 +105,9 @@ def _definition(scope_id: str, schedule_id: str, row) -> Definition:
         created_at=row[10], updated_at=row[11], kind=row[12], spec_json=_from_json(row[13]),
         accepted_at_utc=row[14], target_json=_from_json(row[15]), overlap=row[16],
         misfire=row[17], safety_window=row[18], evaluator_version=row[19], created_by=row[20],
+        paused_at=row[22], paused_by=row[23], pause_note=row[24], resumed_at=row[25],
+        missed=_from_json(row[26]) or {}, start_at=row[27], end_at=row[28], max_runs=row[29],
+        jitter=row[30],
     )
 
 

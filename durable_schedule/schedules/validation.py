@@ -46,15 +46,20 @@ def _encodable(value: str) -> bool:
 
 def schedule_id(value: Any) -> str:
     """1-200 characters, no control characters, no surrounding spaces (DS115)."""
+    return identifier(value, "schedule_id")
+
+
+def identifier(value: Any, field: str) -> str:
+    """An identifier (schedule id, request id): the rule of :func:`schedule_id` (DS115)."""
     if not isinstance(value, str):
-        raise InvalidIdentifier("schedule_id must be a string", field="schedule_id",
+        raise InvalidIdentifier(f"{field} must be a string", field=field,
                                 got=type(value).__name__)
     if not value or len(value) > MAX_ID or value != value.strip():
-        raise InvalidIdentifier("schedule_id must be 1-200 characters without surrounding spaces",
-                                field="schedule_id", value=value[:80])
+        raise InvalidIdentifier(f"{field} must be 1-200 characters without surrounding spaces",
+                                field=field, value=value[:80])
     bad = identifiers.problem(value) if _encodable(value) else "is not encodable text"
     if bad is not None:
-        raise InvalidIdentifier(f"schedule_id {bad}", field="schedule_id", value=value[:80])
+        raise InvalidIdentifier(f"{field} {bad}", field=field, value=value[:80])
     return value
 
 
@@ -92,7 +97,8 @@ def revision(value: Any, *, optional: bool = False) -> int | None:
 
 
 def policies(overlap: Any, misfire: Any) -> tuple[str, str]:
-    """Overlap ``queue_one``; misfire ``run_once`` or ``skip`` (DS111)."""
+    """Overlap ``queue_one``, ``skip`` or ``allow_all``; misfire ``run_once`` or ``skip``
+    (DS111)."""
     if not isinstance(overlap, str) or overlap not in OVERLAP_POLICIES:
         raise InvalidSchedulePolicy("unknown overlap policy", overlap=repr(overlap)[:80])
     if not isinstance(misfire, str) or misfire not in MISFIRE_POLICIES:

@@ -67,6 +67,11 @@ class ScheduleDefinition(models.Model):
     suspension_reason = models.TextField(null=True)
     suspension_evidence = models.JSONField(null=True)
     suspended_at = models.DateTimeField(null=True)
+    paused_at = models.DateTimeField(null=True)
+    paused_by = models.TextField(null=True)
+    pause_note = models.TextField(null=True)
+    resumed_at = models.DateTimeField(null=True)
+    missed = models.JSONField(default=dict)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -78,6 +83,9 @@ class ScheduleDefinition(models.Model):
             ("suspend_schedule", "Can suspend a schedule"),
             ("release_schedule", "Can release a schedule after recovery"),
             ("delete_schedule", "Can delete a schedule (terminal)"),
+            ("pause_schedule", "Can pause and resume a schedule"),
+            ("trigger_schedule", "Can run a schedule now"),
+            ("reissue_schedule", "Can re-issue a suspended schedule as a new generation"),
         ]
 
     def __str__(self) -> str:
@@ -98,6 +106,10 @@ class ScheduleGeneration(models.Model):
     safety_window = models.DurationField()
     evaluator_version = models.TextField()
     created_by = models.TextField(default="", blank=True)
+    start_at = models.DateTimeField(null=True)
+    end_at = models.DateTimeField(null=True)
+    max_runs = models.IntegerField(null=True)
+    jitter = models.DurationField(null=True)
 
     class Meta:
         app_label = "durable_schedule"
@@ -131,6 +143,8 @@ class Occurrence(models.Model):
     work_id = models.UUIDField(null=True)
     work_command = models.TextField(null=True)
     work_idempotency_key = models.TextField(null=True)
+    request_id = models.TextField(null=True)  # manual occurrences (run now)
+    jitter_us = models.BigIntegerField(null=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -151,6 +165,7 @@ class ScheduleDispatch(models.Model):
     class Meta(_Unmanaged):
         db_table = "durable_schedule_dispatch"
         verbose_name = "schedule dispatch"
+        verbose_name_plural = "schedule dispatches"
 
 
 class ScheduleHistory(models.Model):
@@ -212,7 +227,9 @@ class Work(models.Model):
         db_table = "durable_work"
         verbose_name = "work"
         verbose_name_plural = "work"
-        permissions = [("record_work_proof", "Can record Applied/NotApplied proof for Work")]
+        permissions = [("record_work_proof", "Can record Applied/NotApplied proof for Work"),
+                       ("cancel_work", "Can cancel pending or suspended Work"),
+                       ("resume_work", "Can resume Work suspended for a missing definition")]
 
 
 class WorkDispatch(models.Model):
@@ -229,6 +246,8 @@ class WorkDispatch(models.Model):
 
     class Meta(_Unmanaged):
         db_table = "durable_work_dispatch"
+        verbose_name = "work dispatch"
+        verbose_name_plural = "work dispatches"
 
 
 class WorkPermit(models.Model):

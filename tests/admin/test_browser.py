@@ -1,6 +1,7 @@
 """Issue 6: an operator's round trip in a real browser — headless Chromium (Debian's package)
 driven by Playwright for Python against pytest-django's live server: log in, suspend a schedule,
-release one after recovery, record a proof on suspended Work.
+release one after recovery, record a proof on suspended Work; pause, run now, resume and
+re-issue a suspended schedule as a new generation (issue 14).
 
 Chromium comes from ``scripts/install_browser.sh`` (``make browser``; .ci/run runs it);
 Playwright's own browser download is never used. Without a chromium binary the test skips and
@@ -161,3 +162,64 @@ def test_operator__suspends_releases_and_records_proof_in_a_browser(
     actors = set(ScheduleHistory.objects.filter(scope_id="tenant-7").exclude(event="created")
                  .values_list("event", "actor"))
     assert actors == {("suspended", "ops"), ("released", "ops")}
+
+
+def test_operator__pauses_runs_now_resumes_and_repairs_in_a_browser(
+        committed_clock, django_user_model, live_server, page, tmp_path):
+    """Issue 14: pause, run now, resume and the repair of a suspension from the detail page,
+    each through its confirmation page (``page`` last, as above)."""
+    from demo import schedule_targets
+
+    from durable_schedule import schedules
+
+    schedules.create("tenant-8", "hourly-sync", schedules.Every(timedelta(hours=1)),
+                     schedule_targets.report.target(payload={"report": "sync"}))
+    pk = ScheduleDefinition.objects.get(scope_id="tenant-8", schedule_id="hourly-sync").pk
+    django_user_model.objects.create_superuser("ops", "ops@example.test", "s3cret-pw")
+    detail = live_server.url + f"/admin/durable_schedule/scheduledefinition/{pk}/change/"
+    page.goto(detail)
+    page.fill("#id_username", "ops")
+    page.fill("#id_password", "s3cret-pw")
+    page.click("input[type=submit]")
+    page.wait_for_url(f"**/scheduledefinition/{pk}/change/**")
+
+    def operate(name: str, fill=None) -> list[str]:
+        page.click(f"#operation-{name}")
+        page.wait_for_url(f"**/operate/{name}/**")
+        if fill:
+            fill()
+        page.click("#operation-submit")
+        page.wait_for_url(f"**/scheduledefinition/{pk}/change/**")
+        return messages(page)
+
+    done = operate("pause", lambda: page.fill("#id_note", "provider maintenance"))
+    assert any("hourly-sync: paused" in m for m in done), done
+    assert page.locator("#timeline-state").inner_text() == "paused"
+    assert page.locator("#operation-resume").count() == 1
+    assert page.locator("#operation-pause").count() == 0
+
+    done = operate("trigger")
+    assert any("hourly-sync: running now" in m for m in done), done
+    assert Work.objects.filter(scope_id="tenant-8").count() == 1
+
+    done = operate("resume", lambda: page.check("input[name=catch_up][value=skip]"))
+    assert any("hourly-sync: resumed" in m for m in done), done
+    assert ScheduleDefinition.objects.get(pk=pk).state == "active"
+
+    # A suspension whose fix is a new generation: the page offers exactly that, never release.
+    schedules.suspend("tenant-8", "hourly-sync", "bad deploy", actor="ops")
+    page.goto(detail)
+    assert page.locator("#operation-release").count() == 0
+    page.click("#operation-reissue")
+    page.wait_for_url("**/operate/reissue/**")
+    previews = page.locator("#operation-previews").inner_text()
+    assert "every 1 h" in previews and "UTC" in previews
+    screenshot(page, "admin-reissue-confirm.png", tmp_path)
+    page.click("#operation-submit")
+    page.wait_for_url(f"**/scheduledefinition/{pk}/change/**")
+    assert any("re-issued as generation 2, now active" in m for m in messages(page)), \
+        messages(page)
+
+    events = list(ScheduleHistory.objects.filter(scope_id="tenant-8", actor="ops")
+                  .order_by("id").values_list("event", flat=True))
+    assert events == ["paused", "triggered", "resumed", "suspended", "updated"]

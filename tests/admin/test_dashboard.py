@@ -33,7 +33,7 @@ def test_dashboard__shows_runners_queues_and_the_fix_of_each_suspension(client, 
     Heartbeat("schedule", lease_owner="new-1:8", interval=3600).write()
     epoch = seed_schedule("tenant-a", "after-restore", state="suspended",
                           reason="runtime_epoch_mismatch")
-    seed_schedule("tenant-b", "jumped", state="suspended", reason="clock_jump")
+    jumped = seed_schedule("tenant-b", "jumped", state="suspended", reason="clock_jump")
     client.force_login(superuser)
     page = client.get(URL)
     assert page.status_code == 200
@@ -45,7 +45,10 @@ def test_dashboard__shows_runners_queues_and_the_fix_of_each_suspension(client, 
     release = reverse("admin:durable_schedule_scheduledefinition_operate", args=["release"])
     assert f'href="{release}?ids={epoch["pk"]}&amp;scope=tenant-a' in body
     assert "Release after recovery…" in body
-    assert "needs schedules.update() with a corrected definition" in body
+    # clock_jump: the fix is a new generation, offered as the admin's re-issue operation.
+    reissue = reverse("admin:durable_schedule_scheduledefinition_operate", args=["reissue"])
+    assert f'href="{reissue}?ids={jumped["pk"]}&amp;scope=tenant-b' in body
+    assert "Re-issue as a new generation…" in body
     assert "No Work finished in the last hour." in body
 
 

@@ -20,6 +20,13 @@ def test_schedule_queries__every_named_block_is_used_by_the_schedule_code():
     assert used == names, (names - used, used - names)
 
 
+def test_lifecycle_queries__every_named_block_is_used_by_the_code():
+    names = set(sqlfiles.queries("lifecycle_queries.sql"))
+    code = "".join(p.read_text() for p in ROOT.rglob("*.py"))
+    used = set(re.findall(r'\brun_lifecycle\(\s*[\w.]+,\s*"([a-z_]+)"', code))
+    assert names and used == names, (names - used, used - names)
+
+
 def test_schedule_batch_queries__every_named_block_is_used_by_the_processor():
     names = set(sqlfiles.queries("schedule_batch_queries.sql"))
     assert names

@@ -93,6 +93,9 @@ class Command(BaseCommand):
               f"schedules, {row['mismatched']} mismatched")
         for s in r.suspended_schedules:
             w(f"suspended    {s.scope_id}/{s.schedule_id}: {s.reason} (since {s.suspended_at})")
+        w(f"paused       {r.paused_schedules} schedule{'s' if r.paused_schedules != 1 else ''}")
+        w("missed       " + (", ".join(f"{k} {v}" for k, v in sorted(r.missed_instants.items()))
+                             or "-"))
         for warning in r.warnings:
             w(self.style.WARNING(f"warning: {warning}"))
         if r.healthy:

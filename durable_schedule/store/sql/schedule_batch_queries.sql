@@ -22,7 +22,9 @@ SELECT d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_
        d.cursor_utc, d.suspension_reason, d.suspension_evidence::text, d.suspended_at,
        d.created_at, d.updated_at,
        g.kind, g.spec::text, g.accepted_at_utc, g.target::text, g.overlap_policy,
-       g.misfire_policy, g.safety_window, g.evaluator_version, g.created_by, d.schedule_id
+       g.misfire_policy, g.safety_window, g.evaluator_version, g.created_by, d.schedule_id,
+       d.paused_at, d.paused_by, d.pause_note, d.resumed_at, d.missed::text, g.start_at,
+       g.end_at, g.max_runs, g.jitter
   FROM durable_schedule_definition d
   LEFT JOIN durable_schedule_generation g
     ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id

@@ -28,7 +28,9 @@ SELECT d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_
        d.cursor_utc, d.suspension_reason, d.suspension_evidence::text, d.suspended_at,
        d.created_at, d.updated_at,
        g.kind, g.spec::text, g.accepted_at_utc, g.target::text, g.overlap_policy,
-       g.misfire_policy, g.safety_window, g.evaluator_version, g.created_by
+       g.misfire_policy, g.safety_window, g.evaluator_version, g.created_by, d.schedule_id,
+       d.paused_at, d.paused_by, d.pause_note, d.resumed_at, d.missed::text, g.start_at,
+       g.end_at, g.max_runs, g.jitter
   FROM durable_schedule_definition d
   LEFT JOIN durable_schedule_generation g
     ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id
@@ -41,7 +43,9 @@ SELECT d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_
        d.cursor_utc, d.suspension_reason, d.suspension_evidence::text, d.suspended_at,
        d.created_at, d.updated_at,
        g.kind, g.spec::text, g.accepted_at_utc, g.target::text, g.overlap_policy,
-       g.misfire_policy, g.safety_window, g.evaluator_version, g.created_by
+       g.misfire_policy, g.safety_window, g.evaluator_version, g.created_by, d.schedule_id,
+       d.paused_at, d.paused_by, d.pause_note, d.resumed_at, d.missed::text, g.start_at,
+       g.end_at, g.max_runs, g.jitter
   FROM durable_schedule_definition d
   LEFT JOIN durable_schedule_generation g
     ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id
@@ -53,7 +57,9 @@ SELECT d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_
        d.cursor_utc, d.suspension_reason, d.suspension_evidence::text, d.suspended_at,
        d.created_at, d.updated_at,
        g.kind, g.spec::text, g.accepted_at_utc, g.target::text, g.overlap_policy,
-       g.misfire_policy, g.safety_window, g.evaluator_version, g.created_by, d.schedule_id
+       g.misfire_policy, g.safety_window, g.evaluator_version, g.created_by, d.schedule_id,
+       d.paused_at, d.paused_by, d.pause_note, d.resumed_at, d.missed::text, g.start_at,
+       g.end_at, g.max_runs, g.jitter
   FROM durable_schedule_definition d
   LEFT JOIN durable_schedule_generation g
     ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id
@@ -74,14 +80,15 @@ RETURNING id
 -- name: insert generation -- an immutable generation (the table refuses UPDATE and DELETE).
 INSERT INTO durable_schedule_generation (scope_id, schedule_id, generation, kind, spec,
         accepted_at_utc, target, overlap_policy, misfire_policy, safety_window,
-        evaluator_version, created_by)
+        evaluator_version, created_by, start_at, end_at, max_runs, jitter)
 VALUES (%(scope_id)s, %(schedule_id)s, %(generation)s, %(kind)s, %(spec)s::jsonb,
         %(accepted_at)s, %(target)s::jsonb, %(overlap)s, %(misfire)s, %(safety_window)s,
-        %(evaluator_version)s, %(actor)s)
+        %(evaluator_version)s, %(actor)s, %(start_at)s, %(end_at)s, %(max_runs)s, %(jitter)s)
 
 -- name: rebind definition -- update: the new generation, fences rebound, suspension cleared.
+-- A paused schedule stays paused (pause is the operator's; an update never resumes it).
 UPDATE durable_schedule_definition
-   SET state = 'active', revision = revision + 1, active_generation = %(generation)s,
+   SET state = CASE WHEN state = 'paused' THEN 'paused' ELSE 'active' END, revision = revision + 1, active_generation = %(generation)s,
        runtime_epoch = %(runtime_epoch)s, scope_generation = %(scope_generation)s,
        cursor_utc = %(cursor)s, suspension_reason = NULL, suspension_evidence = NULL,
        suspended_at = NULL, updated_at = %(now)s
@@ -110,7 +117,8 @@ RETURNING revision
 -- name: finish definition -- the terminal or final lifecycle states: deleted, completed.
 UPDATE durable_schedule_definition
    SET state = %(state)s, revision = revision + 1, suspension_reason = NULL,
-       suspension_evidence = NULL, suspended_at = NULL, updated_at = %(now)s
+       suspension_evidence = NULL, suspended_at = NULL, paused_at = NULL, paused_by = NULL,
+       pause_note = NULL, updated_at = %(now)s
  WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
    AND revision = %(revision)s AND state = ANY (%(from_states)s::text[])
 RETURNING revision
@@ -168,9 +176,9 @@ SELECT id, generation, first_nominal_utc, last_nominal_utc
 -- current_user and the scope setting ride along: the Work bridge's runtime proof (docs/protocol/schedules.md rule S7)
 -- for the occurrence this statement created, sampled in this transaction.
 INSERT INTO durable_schedule_occurrence (scope_id, schedule_id, generation, kind,
-        first_nominal_utc, last_nominal_utc, state, created_at, updated_at)
+        first_nominal_utc, last_nominal_utc, state, created_at, updated_at, jitter_us)
 VALUES (%(scope_id)s, %(schedule_id)s, %(generation)s, %(kind)s, %(first)s, %(last)s,
-        %(state)s, %(now)s, %(now)s)
+        %(state)s, %(now)s, %(now)s, %(jitter_us)s)
 ON CONFLICT (scope_id, schedule_id, generation, kind, first_nominal_utc) DO NOTHING
 RETURNING id, current_user, pg_catalog.current_setting('durable_schedule.scope_id', true)
 

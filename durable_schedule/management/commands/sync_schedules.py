@@ -1,0 +1,35 @@
+"""``manage.py sync_schedules [--dry-run] [--prune]``: make the store match the schedules
+declared in code (``<app>/schedules.py``; docs/schedules.md "Schedules declared in code")."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from durable_schedule.errors import DurableError
+from durable_schedule.schedules import declared
+
+
+class Command(BaseCommand):
+    help = ("Create declared schedules that are missing, issue a new generation for those that "
+            "changed, report (and with --prune delete) synced schedules no longer declared.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--dry-run", action="store_true",
+                            help="report what would change and change nothing")
+        parser.add_argument("--prune", action="store_true",
+                            help="delete schedules an earlier sync created that no declaration "
+                                 "names any more")
+
+    def handle(self, *args, **options):
+        declared.autodiscover()
+        try:
+            report = declared.sync(dry_run=options["dry_run"], prune=options["prune"])
+        except DurableError as exc:
+            raise CommandError(str(exc)) from exc
+        for line in report.lines():
+            self.stdout.write(line)
+        prefix = "dry run: " if options["dry_run"] else ""
+        self.stdout.write(prefix + report.summary())
+        if report.conflicts:
+            raise CommandError(f"{len(report.conflicts)} declaration(s) conflict with the store "
+                               "(see above)")

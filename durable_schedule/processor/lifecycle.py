@@ -1,0 +1,63 @@
+"""The processor's lifecycle hooks (docs/schedules.md "Lifecycle"): what a pass reads and writes
+for bounds, pause/resume lateness, jitter and missed-instant accounting. The rules are the pure
+functions of ``evaluation/bounds.py``, ``evaluation/jitter.py`` and ``evaluation/overlap.py``;
+this module only gathers their inputs from the locked rows and writes their results, so the
+single-schedule step and the batched pass call the same few functions.
+
+The hooks a pass makes, all in ``step.py``: ``decide_inputs`` beside ``decide()``'s slot
+arguments; ``jitter_offset`` for a new occurrence row (and the Work's due time through
+``bridge(due_at=...)``); ``count_missed`` after a skipped range is written. A batched pass
+gives the same three to its shared evaluation function and leaves the shapes it does not write
+set-based (a skip, a completion, a jittered nominal occurrence) to the single step.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from durable_schedule.evaluation import jitter as jittering
+from durable_schedule.evaluation.bounds import Bounds
+from durable_schedule.schedules.records import Definition
+from durable_schedule.store.sqlfiles import query
+
+QUERIES = "lifecycle_queries.sql"
+
+
+def run_lifecycle(cur, name: str, params: dict[str, Any]):
+    """Execute one named query of ``lifecycle_queries.sql``; returns the cursor."""
+    cur.execute(query(QUERIES, name), params)
+    return cur
+
+
+def bounds_of(d: Definition) -> Bounds:
+    return Bounds(start_at=d.start_at, end_at=d.end_at, max_runs=d.max_runs)
+
+
+def decide_inputs(cur, d: Definition) -> dict[str, Any]:
+    """The lifecycle arguments of ``decide()`` for the locked definition ``d``. The run count
+    is read only when the generation has ``max_runs`` (one indexed count, under the definition
+    lock, so no concurrent pass of this schedule can change it)."""
+    runs = 0
+    if d.max_runs is not None:
+        runs = run_lifecycle(cur, "count_runs", {"scope_id": d.scope_id,
+                                       "schedule_id": d.schedule_id}).fetchone()[0]
+    return {"bounds": bounds_of(d), "runs": runs, "late_from": d.resumed_at}
+
+
+def jitter_offset(d: Definition, kind: str, first: datetime) -> int | None:
+    """The persisted jitter offset of a new occurrence (None: the generation has no jitter).
+    Only nominal occurrences are jittered: recovery and coalesced ones are late already."""
+    if d.jitter is None or kind != "nominal":
+        return None
+    return jittering.offset_us(d.jitter, d.scope_id, d.schedule_id, d.generation, kind, first)
+
+
+def count_missed(cur, d: Definition, cause: str, count: int, now: datetime) -> None:
+    """Add ``count`` skipped instants under ``cause`` (misfire, overlap, paused)."""
+    if count <= 0:
+        return
+    run_lifecycle(cur, "count_missed", {"scope_id": d.scope_id, "schedule_id": d.schedule_id,
+                              "cause": cause, "count": count, "now": now})
+    if cur.rowcount != 1:
+        raise RuntimeError("missed-instant count matched no row under the definition lock")

@@ -1,0 +1,147 @@
+"""Backfill: run the instants of a past range now (docs/schedules.md "Backfill").
+
+``backfill(scope, id, start, end, request_id, actor)`` evaluates the active generation's spec
+over ``[start, end]`` (``end`` at or before the schedule's cursor: later instants are the
+schedule's own to run under its misfire policy) and materializes each
+instant as its own ``recovery`` occurrence, ``first = last = the instant``. The identity of an
+occurrence is ``(scope, schedule, generation, kind, first)``, so a repeated backfill of an
+overlapping range finds the instants it already materialized and creates nothing for them: no
+duplicate Work, whatever the request ids. The cursor does not move (a backfill is beside the
+schedule's own progress, not part of it), and ``max_runs`` counts what it runs like any other
+recovery run.
+
+Overlap (evaluation/overlap.py): ``allow_all`` runs every new instant at once; ``skip`` runs the
+first new instant when the slot is free and records the others skipped (counted under
+``missed["overlap"]``); ``queue_one`` runs one new instant per backfill and refuses a range of
+several (DS153) rather than running them side by side. A held slot refuses ``queue_one`` and
+``skip`` backfills (DS150), writing nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from durable_schedule.barriers import (
+    SCHEDULE_BRIDGE_BEFORE_COMMIT,
+    SCHEDULE_LINK_AFTER_COMMIT,
+    barrier,
+)
+from durable_schedule.default_scope import scope_optional
+from durable_schedule.errors import BackfillRefused, InvalidArgument, TriggerSlotBusy
+from durable_schedule.evaluation.timeline import as_utc, instants_in, next_instant_after
+from durable_schedule.processor import lifecycle as hooks
+from durable_schedule.processor.bridge import OccurrenceIdentity, bridge
+from durable_schedule.schedules import records
+from durable_schedule.schedules import validation as check
+from durable_schedule.schedules.api import _history, _locked
+from durable_schedule.schedules.lifecycle import _request_id
+from durable_schedule.schedules.records import TERMINAL_WORK_STATES, run
+from durable_schedule.store.transactions import scoped, validate_scope_id
+
+#: The most instants one backfill materializes (ask again for the rest).
+MAX_INSTANTS = 1000
+_ONE_US = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True)
+class Backfilled:
+    """What one backfill did, per instant (UTC): run now, recorded skipped, or already there."""
+
+    request_id: str
+    ran: list[tuple[datetime, Any]]
+    skipped: list[datetime]
+    existing: list[datetime]
+
+
+@scope_optional
+def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, request_id: str,
+             actor: str = "") -> Backfilled:
+    """Materialize the instants of ``[start, end]`` as recovery occurrences (module docstring).
+
+    Raises ``InvalidArgument`` (DS406) for a naive or reversed range or one in the future,
+    ``BackfillRefused`` (DS153) for too many instants, a queue_one range of several new
+    instants, or a schedule that is not active or paused, and ``TriggerSlotBusy`` (DS150).
+    """
+    validate_scope_id(scope)
+    schedule_id = check.schedule_id(schedule_id)
+    start = as_utc(start, "start", wrong_type=InvalidArgument)
+    end = as_utc(end, "end", wrong_type=InvalidArgument)
+    if end < start:
+        raise InvalidArgument("end must not be before start", field="end")
+    request_id = _request_id(request_id)
+    actor = check.actor(actor)
+    with scoped(scope) as cur:
+        now = records.transaction_clock(cur)
+        if end > now:
+            raise InvalidArgument("a backfill covers past instants only: end is in the future",
+                                  field="end", now=records.iso(now))
+        records.lock_fences(cur, scope)
+        d = _locked(cur, scope, schedule_id, None)
+        if d.state not in ("active", "paused"):
+            raise BackfillRefused(f"a {d.state} schedule cannot be backfilled",
+                                  schedule_id=schedule_id, state=d.state)
+        if end > d.cursor_utc:
+            # Instants after the cursor are the schedule's own to run (or to skip) under its
+            # misfire policy; a backfill beside them would run them twice.
+            raise BackfillRefused("end is after the schedule's cursor: those instants are not "
+                                  "past for the schedule yet", schedule_id=schedule_id,
+                                  cursor_utc=records.iso(d.cursor_utc))
+        spec = d.spec()
+        instants = _instants(spec, d.accepted_at_utc, start, end)
+        key = {"scope_id": scope, "schedule_id": schedule_id, "generation": d.generation}
+        existing = {r[0] for r in hooks.run_lifecycle(cur, "backfilled", {
+            **key, "start": start, "end": end}).fetchall()}
+        new = [t for t in instants if t not in existing]
+        busy = [r[0] for r in run(cur, "lock_slot", {"scope_id": scope,
+                                                     "schedule_id": schedule_id}).fetchall()
+                if r[1] not in TERMINAL_WORK_STATES]
+        if new and busy and d.overlap != "allow_all":
+            raise TriggerSlotBusy("the schedule's previous Work still runs",
+                                  schedule_id=schedule_id, overlap=d.overlap,
+                                  slot_work_id=str(busy[0]))
+        if len(new) > 1 and d.overlap == "queue_one":
+            raise BackfillRefused(
+                "queue_one runs one instant at a time: backfill one instant per request, or "
+                "use overlap skip or allow_all", schedule_id=schedule_id, new=len(new))
+        run_now = new if d.overlap == "allow_all" else new[:1]
+        skipped = [t for t in new if t not in run_now]
+        ran = []
+        for instant in run_now:
+            row = run(cur, "insert_occurrence", {
+                **key, "kind": "recovery", "first": instant, "last": instant,
+                "state": "pending", "now": now, "jitter_us": None}).fetchone()
+            identity = OccurrenceIdentity(scope, schedule_id, d.generation, "recovery", instant,
+                                          fresh_id=row[0], fresh_proof=row[1:])
+            ran.append((instant, bridge(cur, identity, d.target_json, now).link.work_id))
+        for instant in skipped:
+            run(cur, "insert_occurrence", {
+                **key, "kind": "recovery", "first": instant, "last": instant,
+                "state": "skipped", "now": now, "jitter_us": None})
+        hooks.count_missed(cur, d, "overlap", len(skipped), now)
+        _history(cur, scope, schedule_id, d.generation, "backfilled", actor, now,
+                 request_id=request_id, start=records.iso(start), end=records.iso(end),
+                 ran=[records.iso(t) for t, _ in ran], skipped=[records.iso(t) for t in skipped],
+                 existing=len(instants) - len(new), cursor_utc=records.iso(d.cursor_utc))
+        result = Backfilled(request_id, ran, skipped, sorted(existing))
+        if ran:
+            barrier(SCHEDULE_BRIDGE_BEFORE_COMMIT)
+    if ran:
+        barrier(SCHEDULE_LINK_AFTER_COMMIT)
+    return result
+
+
+def _instants(spec, accepted_at: datetime, start: datetime, end: datetime) -> list[datetime]:
+    """The nominal instants in ``[start, end]``, at most MAX_INSTANTS (DS153 beyond)."""
+    found = instants_in(spec, accepted_at, start - _ONE_US, end)
+    if found is None:
+        return []
+    if found.count > MAX_INSTANTS:
+        raise BackfillRefused(f"the range holds {found.count} instants; at most "
+                              f"{MAX_INSTANTS} per backfill", count=found.count)
+    out, t = [found.first], found.first
+    while len(out) < found.count:
+        t = next_instant_after(spec, accepted_at, t)
+        out.append(t)
+    return out

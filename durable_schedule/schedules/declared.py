@@ -1,0 +1,293 @@
+"""Schedules declared in code and ``manage.py sync_schedules`` (docs/schedules.md "Schedules
+declared in code").
+
+An app declares its periodic Work in ``<app>/schedules.py``, the way celery-beat users write
+``CELERY_BEAT_SCHEDULE``::
+
+    from durable_schedule import schedules
+    from billing.work import report
+
+    schedules.declare("nightly-report", schedules.Every(timedelta(days=1), anchor=MIDNIGHT),
+                      target=report.target(payload={"kind": "nightly"}), scope="main")
+
+``declare`` only records the declaration in this process. ``sync_schedules`` makes the store
+match, through the public API (the same writer as every other caller):
+
+* a declared identity that does not exist is created;
+* one whose active generation differs (spec, target, overlap, misfire, safety window, bounds,
+  jitter) gets a new
+  generation through ``update`` -- an unchanged declaration is a no-op, so a deploy that changes
+  nothing creates no generation and never re-anchors anything;
+* a schedule that an earlier sync created (its active generation's actor is
+  :data:`SYNC_ACTOR`) and that no declaration names any more is reported, and deleted only with
+  ``--prune``; schedules created by anyone else are never touched;
+* a declared identity that was deleted is reported as a conflict (deletion is terminal for an
+  identity): rename the declaration.
+
+Everything happens in one transaction under a transaction-scoped advisory lock, so two deploy
+hosts running it at once serialize: the second sees what the first committed and finds nothing
+to do.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils.module_loading import autodiscover_modules
+
+from durable_schedule import conf
+from durable_schedule.errors import DeclarationConflict, ScheduleNotFound
+from durable_schedule.evaluation import jitter as jittering
+from durable_schedule.evaluation.bounds import Bounds
+from durable_schedule.evaluation.cron.spec import Cron, with_seed
+from durable_schedule.evaluation.timeline import ScheduleSpec, kind_of, spec_to_json
+from durable_schedule.schedules import api
+from durable_schedule.schedules import validation as check
+from durable_schedule.schedules.info import ScheduleInfo
+from durable_schedule.store.sqlfiles import query
+from durable_schedule.store.transactions import connection, routed, validate_scope_id
+from durable_schedule.work.target import WorkTarget
+
+#: The actor of every generation sync_schedules writes: how it recognises what it manages.
+SYNC_ACTOR = "sync_schedules"
+_QUERIES = "declared_queries.sql"
+#: Key of the transaction-scoped advisory lock that serializes concurrent syncs.
+SYNC_LOCK_KEY = 0x64735F73796E63  # "ds_sync"
+
+
+@dataclass(frozen=True)
+class Declaration:
+    scope: str
+    schedule_id: str
+    spec: ScheduleSpec
+    target: WorkTarget
+    overlap: str = "queue_one"
+    misfire: str = "run_once"
+    safety_window: timedelta | None = None
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    max_runs: int | None = None
+    jitter: timedelta | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.scope, self.schedule_id)
+
+
+_DECLARED: dict[tuple[str, str], Declaration] = {}
+_LOCK = threading.Lock()
+
+
+def declare(schedule_id: str, spec: ScheduleSpec, *, target: WorkTarget, scope: str,
+            overlap: str = "queue_one", misfire: str = "run_once",
+            safety_window: timedelta | None = None, start_at: datetime | None = None,
+            end_at: datetime | None = None, max_runs: int | None = None,
+            jitter: timedelta | None = None) -> Declaration:
+    """Declare a schedule in code (recorded in this process; ``sync_schedules`` applies it).
+
+    Validated at once, like ``create``: a bad spec, policy or target fails at import time, not
+    at deploy time. Declaring one identity twice with different values is refused (DS145):
+    one identity has one declaration.
+    """
+    bounds = Bounds(start_at=start_at, end_at=end_at, max_runs=max_runs)
+    decl = Declaration(
+        scope=validate_scope_id(scope), schedule_id=check.schedule_id(schedule_id),
+        spec=check.spec(spec), target=target, overlap=overlap, misfire=misfire,
+        safety_window=safety_window, start_at=bounds.start_at, end_at=bounds.end_at,
+        max_runs=bounds.max_runs, jitter=jittering.validate(jitter, spec))
+    check.target(target)
+    check.policies(overlap, misfire)
+    check.safety_window(safety_window)
+    with _LOCK:
+        existing = _DECLARED.get(decl.key)
+        if existing is not None and existing != decl:
+            raise DeclarationConflict("this schedule is declared twice with different values",
+                                      scope=decl.scope, schedule_id=decl.schedule_id)
+        _DECLARED[decl.key] = decl
+    return decl
+
+
+def declarations() -> list[Declaration]:
+    with _LOCK:
+        return sorted(_DECLARED.values(), key=lambda d: d.key)
+
+
+def forget(scope: str, schedule_id: str) -> None:
+    """Drop a declaration from this process (test support: declarations are process-wide)."""
+    with _LOCK:
+        _DECLARED.pop((scope, schedule_id), None)
+
+
+def autodiscover() -> None:
+    """Import ``<app>.work`` (targets) and then ``<app>.schedules`` of every installed app."""
+    from durable_schedule.work import autodiscover as work_autodiscover
+
+    work_autodiscover()
+    autodiscover_modules("schedules")
+
+
+# ---------------------------------------------------------------- sync
+@dataclass
+class SyncReport:
+    created: list[tuple[str, str]] = field(default_factory=list)
+    updated: list[tuple[str, str, list[str]]] = field(default_factory=list)
+    unchanged: list[tuple[str, str]] = field(default_factory=list)
+    removed: list[tuple[str, str]] = field(default_factory=list)  # in store, not in code
+    pruned: list[tuple[str, str]] = field(default_factory=list)
+    conflicts: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = [f"created {s}/{i}" for s, i in self.created]
+        out += [f"updated {s}/{i} ({', '.join(f)})" for s, i, f in self.updated]
+        out += [f"unchanged {s}/{i}" for s, i in self.unchanged]
+        out += [f"pruned {s}/{i}" for s, i in self.pruned]
+        out += [f"removed from code {s}/{i} (kept; --prune deletes it)"
+                for s, i in self.removed if (s, i) not in self.pruned]
+        out += [f"conflict {s}/{i}: {why}" for s, i, why in self.conflicts]
+        return out
+
+    def summary(self) -> str:
+        return (f"created={len(self.created)} updated={len(self.updated)} "
+                f"unchanged={len(self.unchanged)} removed={len(self.removed)} "
+                f"pruned={len(self.pruned)} conflicts={len(self.conflicts)}")
+
+
+class _DryRun(Exception):
+    """Raised inside the sync transaction to roll a dry run back."""
+
+
+def sync(*, dry_run: bool = False, prune: bool = False,
+         declared: list[Declaration] | None = None) -> SyncReport:
+    """Make the store match the declarations (see the module docstring); one transaction.
+
+    ``dry_run``: compute and report the same changes, then roll everything back.
+    """
+    wanted = declarations() if declared is None else declared
+    scopes = sorted({d.scope for d in wanted} | set(_scopes_with_schedules()))
+    report = SyncReport()
+    alias = conf.database_alias()
+    try:
+        with transaction.atomic(using=alias):
+            with connection(alias).cursor() as cur:
+                cur.execute(query(_QUERIES, "sync_lock"), [SYNC_LOCK_KEY])
+            by_key = {d.key: d for d in wanted}
+            for decl in wanted:
+                _apply(decl, report)
+            for scope in scopes:
+                for info in _managed(scope):
+                    if (scope, info.schedule_id) in by_key:
+                        continue
+                    report.removed.append((scope, info.schedule_id))
+                    if prune:
+                        api.delete(scope, info.schedule_id, expected_revision=info.revision,
+                                   actor=SYNC_ACTOR)
+                        report.pruned.append((scope, info.schedule_id))
+            if dry_run:
+                raise _DryRun
+    except _DryRun:
+        pass
+    return report
+
+
+def _apply(decl: Declaration, report: SyncReport) -> None:
+    try:
+        info = api.get(decl.scope, decl.schedule_id)
+    except ScheduleNotFound:
+        api.create(decl.scope, decl.schedule_id, decl.spec, decl.target, overlap=decl.overlap,
+                   misfire=decl.misfire, safety_window=decl.safety_window, actor=SYNC_ACTOR,
+                   **_lifecycle(decl))
+        report.created.append(decl.key)
+        return
+    if info.state == "deleted":
+        report.conflicts.append((*decl.key, "the identity was deleted; deletion is terminal, "
+                                            "declare it under a new schedule id"))
+        return
+    changed = differences(decl, info)
+    if not changed:
+        report.unchanged.append(decl.key)
+        return
+    api.update(decl.scope, decl.schedule_id, expected_revision=info.revision, spec=decl.spec,
+               target=decl.target, overlap=decl.overlap, misfire=decl.misfire,
+               safety_window=decl.safety_window or conf.safety_window(), actor=SYNC_ACTOR,
+               **_lifecycle(decl))
+    report.updated.append((*decl.key, changed))
+
+
+def _lifecycle(decl: Declaration) -> dict[str, Any]:
+    # Passed explicitly (None included): the declaration is the whole truth of the generation.
+    return {"start_at": decl.start_at, "end_at": decl.end_at, "max_runs": decl.max_runs,
+            "jitter": decl.jitter}
+
+
+def differences(decl: Declaration, info: ScheduleInfo) -> list[str]:
+    """The generation facts in which the store's active generation differs from ``decl``."""
+    window = decl.safety_window or conf.safety_window()
+    facts = {
+        "kind": (kind_of(decl.spec), info.kind),
+        "spec": (_declared_spec(decl), _stored_spec(info)),
+        "target": (decl.target.to_json(), info.target_json),
+        "overlap": (decl.overlap, info.overlap),
+        "misfire": (decl.misfire, info.misfire),
+        "safety_window": (window, info.safety_window),
+        "start_at": (decl.start_at, info.start_at),
+        "end_at": (decl.end_at, info.end_at),
+        "max_runs": (decl.max_runs, info.max_runs),
+        "jitter": (decl.jitter, info.jitter),
+    }
+    return [name for name, (want, have) in facts.items() if _normal(want) != _normal(have)]
+
+
+def _declared_spec(decl: Declaration) -> Any:
+    """What a declaration says about the spec, in the stored JSON form. A ``Cron`` is compared
+    with its identity's ``H`` seed and without the tz-rules snapshot: both are filled in when a
+    generation is accepted (evaluation/cron/spec.py), so neither is something the code
+    declares; a rules change is the cron fence's business, not a deploy's."""
+    if isinstance(decl.spec, Cron):
+        bound = with_seed(decl.spec, decl.scope, decl.schedule_id)
+        return {k: v for k, v in spec_to_json(bound).items() if k != "tz_rules"}
+    return spec_to_json(decl.spec)
+
+
+def _stored_spec(info: ScheduleInfo) -> Any:
+    if info.kind == "cron" and isinstance(info.spec_json, dict):
+        return {k: v for k, v in info.spec_json.items() if k != "tz_rules"}
+    return info.spec_json
+
+
+def _normal(value: Any) -> Any:
+    # Stored JSON comes back through the store's codec; compare canonical forms.
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, default=str)
+    return value
+
+
+def _managed(scope: str) -> list[ScheduleInfo]:
+    out: list[ScheduleInfo] = []
+    after = ""
+    while True:
+        page = api.list_schedules(scope, states=["active", "suspended", "paused", "completed"],
+                                  after=after, limit=1000)
+        out += [i for i in page if i.created_by == SYNC_ACTOR]
+        if len(page) < 1000:
+            return out
+        after = page[-1].schedule_id
+
+
+def _scopes_with_schedules() -> list[str]:
+    """Every scope that has a schedule (each schedule keeps a dispatch row), resolved through
+    its routing id the way the processor does -- read before the sync transaction opens."""
+    alias = conf.database_alias()
+    with connection(alias).cursor() as cur:
+        cur.execute(query(_QUERIES, "schedule_routing_ids"))
+        routing_ids = [row[0] for row in cur.fetchall()]
+    scopes = []
+    for routing_id in routing_ids:
+        with routed(routing_id, using=alias) as (_cur, scope_id):
+            if scope_id is not None:
+                scopes.append(scope_id)
+    return scopes

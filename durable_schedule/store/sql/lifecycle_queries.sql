@@ -1,0 +1,75 @@
+-- Named queries of the schedule lifecycle (docs/schedules.md "Lifecycle"): pause and resume, run
+-- now, bounds and missed-instant accounting. Not a migration: loaded with
+-- sqlfiles.query("lifecycle_queries.sql", name); every query runs as durable_runtime in a
+-- scoped transaction (row-level security admits the current scope only).
+
+-- name: pause definition -- active -> paused, with who, when and why; the cursor stays.
+UPDATE durable_schedule_definition
+   SET state = 'paused', revision = revision + 1, paused_at = %(now)s, paused_by = %(actor)s,
+       pause_note = %(note)s, updated_at = %(now)s
+ WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
+   AND revision = %(revision)s AND state = 'active'
+RETURNING revision
+
+-- name: resume definition -- paused -> active; generation, anchor and grid untouched. The
+-- cursor moves only for catch_up 'skip' (to the last instant at or before the resume), and
+-- resumed_at is where lateness of the instants that fell while paused is measured from.
+UPDATE durable_schedule_definition
+   SET state = 'active', revision = revision + 1, paused_at = NULL, paused_by = NULL,
+       pause_note = NULL, resumed_at = %(now)s, cursor_utc = %(cursor)s,
+       missed = missed || %(missed)s::jsonb, updated_at = %(now)s
+ WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
+   AND revision = %(revision)s AND state = 'paused' AND cursor_utc <= %(cursor)s
+RETURNING revision
+
+-- name: count missed -- add skipped instants to the schedule's per-cause counts.
+UPDATE durable_schedule_definition
+   SET missed = missed || jsonb_build_object(
+           %(cause)s::text, COALESCE((missed ->> %(cause)s::text)::bigint, 0) + %(count)s),
+       updated_at = %(now)s
+ WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
+
+-- name: count runs -- the scheduled runs so far (max_runs): materialized nominal, recovery and
+-- coalesced occurrences of every generation, plus a pending coalesced one (it will run).
+SELECT count(*)
+  FROM durable_schedule_occurrence
+ WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
+   AND kind IN ('nominal', 'recovery', 'coalesced')
+   AND (work_id IS NOT NULL OR (kind = 'coalesced' AND state = 'pending'))
+
+-- name: find manual -- the manual occurrence of one request id, with its link.
+SELECT id, generation, first_nominal_utc, state, work_id
+  FROM durable_schedule_occurrence
+ WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
+   AND request_id = %(request_id)s
+
+-- name: insert manual -- a manual occurrence (run now), pending until the bridge links it.
+INSERT INTO durable_schedule_occurrence (scope_id, schedule_id, generation, kind,
+        first_nominal_utc, last_nominal_utc, state, created_at, updated_at, request_id)
+VALUES (%(scope_id)s, %(schedule_id)s, %(generation)s, 'manual', %(at)s, %(at)s, %(state)s,
+        %(at)s, %(at)s, %(request_id)s)
+RETURNING id, current_user, pg_catalog.current_setting('durable_schedule.scope_id', true)
+
+-- name: latest manual -- the latest manual instant of a generation: two runs requested in one
+-- transaction (one transaction timestamp) get distinct identities, 1 µs apart.
+SELECT max(first_nominal_utc)
+  FROM durable_schedule_occurrence
+ WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
+   AND generation = %(generation)s AND kind = 'manual'
+
+-- name: status lifecycle -- durable_status: paused schedules and missed instants per cause in
+-- the current scope (RLS scoped).
+SELECT (SELECT count(*) FROM durable_schedule_definition WHERE state = 'paused'),
+       (SELECT COALESCE(jsonb_object_agg(cause, total), '{}'::jsonb)::text
+          FROM (SELECT m.key AS cause, sum(m.value::bigint) AS total
+                  FROM durable_schedule_definition d, jsonb_each_text(d.missed) m
+                 GROUP BY m.key) t)
+
+-- name: backfilled -- the recovery instants of a generation that a backfill of [start, end]
+-- would create, already there (one occurrence per instant: first = last).
+SELECT first_nominal_utc
+  FROM durable_schedule_occurrence
+ WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
+   AND generation = %(generation)s AND kind = 'recovery'
+   AND first_nominal_utc = last_nominal_utc
+   AND first_nominal_utc BETWEEN %(start)s AND %(end)s

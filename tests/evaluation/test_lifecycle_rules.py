@@ -1,0 +1,147 @@
+"""The lifecycle's pure rules (evaluation/bounds.py, evaluation/jitter.py, evaluation/overlap.py
+and decide()'s bounds / late_from arguments): no database, no clock."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from durable_schedule.errors import InvalidBounds, InvalidJitter, NaiveDatetime
+from durable_schedule.evaluation import bounds as bounding
+from durable_schedule.evaluation import jitter as jittering
+from durable_schedule.evaluation import overlap
+from durable_schedule.evaluation.bounds import Bounds
+from durable_schedule.evaluation.decision import SlotState, decide
+from durable_schedule.evaluation.timeline import At, Every
+
+T0 = datetime(2030, 1, 1, tzinfo=UTC)
+M = timedelta(minutes=1)
+US = timedelta(microseconds=1)
+FREE, BUSY = SlotState(False), SlotState(True)
+
+
+def run(cursor, cutoff, *, slot=FREE, overlap_policy="queue_one", misfire="run_once",
+        bounds=bounding.NONE, runs=0, late_from=None, spec=None):
+    return decide(spec or Every(10 * M), T0, cursor, cutoff, safety_window=60 * M,
+                  misfire=misfire, overlap=overlap_policy, slot=slot, bounds=bounds,
+                  runs=runs, late_from=late_from)
+
+
+# ---------------------------------------------------------------- bounds
+def test_bounds__validation():
+    with pytest.raises(InvalidBounds):
+        Bounds(start_at=T0 + M, end_at=T0)
+    with pytest.raises(InvalidBounds):
+        Bounds(max_runs=0)
+    with pytest.raises(InvalidBounds):
+        Bounds(max_runs=True)
+    with pytest.raises(NaiveDatetime):
+        Bounds(end_at=datetime(2030, 1, 1))
+    assert Bounds().unbounded and not Bounds(max_runs=1).unbounded
+
+
+def test_bounds__start_at_moves_the_initial_cursor_to_just_before_it():
+    assert bounding.initial_cursor(T0, T0, Bounds(start_at=T0 + 35 * M)) == T0 + 35 * M - US
+    assert bounding.initial_cursor(T0, T0, Bounds(start_at=T0 - M)) == T0
+    assert bounding.initial_cursor(T0, T0 + M, Bounds()) == T0 + M
+
+
+def test_decide__end_at_clips_the_window_and_ends_the_generation():
+    d = run(T0, T0 + 50 * M, bounds=Bounds(end_at=T0 + 25 * M))
+    assert (d.action, d.first, d.last, d.count, d.next_due) == (
+        "recovery", T0 + 10 * M, T0 + 20 * M, 2, None)
+
+
+def test_decide__end_at_exactly_on_an_instant_includes_it():
+    d = run(T0, T0 + 20 * M, bounds=Bounds(end_at=T0 + 20 * M))
+    assert (d.last, d.next_due) == (T0 + 20 * M, None)
+
+
+def test_decide__max_runs_the_last_run_has_no_next_instant():
+    d = run(T0, T0 + 10 * M, bounds=Bounds(max_runs=3), runs=2)
+    assert (d.action, d.next_due) == ("nominal", None)
+    d = run(T0, T0 + 10 * M, bounds=Bounds(max_runs=3), runs=1)
+    assert d.next_due == T0 + 20 * M
+
+
+def test_decide__max_runs_used_up_is_a_noop_without_next_instant():
+    d = run(T0, T0 + 30 * M, bounds=Bounds(max_runs=2), runs=2)
+    assert (d.action, d.count, d.next_due, d.new_cursor) == ("noop", 0, None, T0)
+
+
+def test_decide__a_new_pending_coalesced_occurrence_uses_a_run_and_joining_one_does_not():
+    new = run(T0, T0 + 10 * M, slot=BUSY, bounds=Bounds(max_runs=2), runs=1)
+    assert (new.action, new.next_due) == ("coalesce", None)
+    joined = run(T0 + 10 * M, T0 + 20 * M, slot=SlotState(True, T0 + 10 * M),
+                 bounds=Bounds(max_runs=3), runs=2)
+    assert (joined.action, joined.next_due) == ("coalesce", T0 + 30 * M)
+
+
+# ---------------------------------------------------------------- pause: lateness from resume
+def test_decide__instants_that_fell_while_paused_are_late_from_the_resume_only():
+    # The earliest instant is 4 h 50 min before the cutoff, far past the 1 h window, but the
+    # schedule was resumed 1 min before the cutoff: it is 1 min late, not a clock jump.
+    d = run(T0, T0 + 5 * 60 * M, late_from=T0 + 5 * 60 * M - M)
+    assert (d.action, d.count) == ("recovery", 30)
+    assert d.evidence["lateness_us"] == M // US
+    jumped = run(T0, T0 + 5 * 60 * M, late_from=T0 + 3 * 60 * M)
+    assert (jumped.action, jumped.suspend_reason) == ("suspend", "clock_jump")
+
+
+def test_decide__late_from_does_not_excuse_instants_after_it():
+    d = run(T0 + 60 * M, T0 + 200 * M, late_from=T0)
+    assert d.action == "suspend"
+
+
+# ---------------------------------------------------------------- overlap, per instant
+@pytest.mark.parametrize(("policy", "slot", "expected", "cause"), [
+    ("queue_one", FREE, "nominal", None),
+    ("queue_one", BUSY, "coalesce", None),
+    ("queue_one", SlotState(False, T0), "coalesce", None),  # keeps order behind the pending
+    ("skip", FREE, "nominal", None),
+    ("skip", BUSY, "skipped", "overlap"),
+    ("allow_all", FREE, "nominal", None),
+    ("allow_all", BUSY, "nominal", None),
+])
+def test_decide__overlap_policy_per_instant(policy, slot, expected, cause):
+    d = run(T0, T0 + 10 * M, slot=slot, overlap_policy=policy)
+    assert (d.action, d.skip_cause) == (expected, cause)
+
+
+def test_overlap__misfire_skip_wins_and_is_counted_as_misfire():
+    d = run(T0, T0 + 30 * M, slot=BUSY, misfire="skip", overlap_policy="allow_all")
+    assert (d.action, d.skip_cause, d.count) == ("skipped", "misfire", 3)
+
+
+def test_overlap__trigger_allowed():
+    assert overlap.trigger_allowed("queue_one", occupied=False)
+    assert not overlap.trigger_allowed("queue_one", occupied=True)
+    assert not overlap.trigger_allowed("skip", occupied=True)
+    assert overlap.trigger_allowed("allow_all", occupied=True)
+
+
+# ---------------------------------------------------------------- jitter
+def test_jitter__validation():
+    assert jittering.validate(None, Every(10 * M)) is None
+    assert jittering.validate(9 * M, Every(10 * M)) == 9 * M
+    assert jittering.validate(timedelta(days=3), At(T0)) == timedelta(days=3)
+    for bad in (10 * M, timedelta(0), -M, 5):
+        with pytest.raises(InvalidJitter):
+            jittering.validate(bad, Every(10 * M))
+
+
+def test_jitter__deterministic_bounded_and_spread():
+    bound = 3 * M
+    offsets = [jittering.offset_us(bound, "scope", f"s{i}", 1, "nominal", T0)
+               for i in range(200)]
+    assert offsets == [jittering.offset_us(bound, "scope", f"s{i}", 1, "nominal", T0)
+                       for i in range(200)]
+    assert all(0 <= o < bound // US for o in offsets)
+    assert len(set(offsets)) > 190  # spread, not one value
+    assert jittering.offset_us(None, "scope", "s", 1, "nominal", T0) == 0
+    assert jittering.offset_us(US, "scope", "s", 1, "nominal", T0) == 0  # bound 1 µs: only 0
+    # the identity, not the time of asking, decides: another instant, another offset
+    assert jittering.offset_us(bound, "scope", "s", 1, "nominal", T0) != jittering.offset_us(
+        bound, "scope", "s", 1, "nominal", T0 + 10 * M)
+    assert jittering.due_at(T0, 5) == T0 + 5 * US
