@@ -12,8 +12,12 @@ from durable_schedule import tasks, work
 
 try:
     from django.tasks import task
+
+    FORWARDS_OPTIONS = True  # Django 6.1 forwards extra @task keyword arguments
 except ImportError:  # Django 5.2 with the django-tasks backport
     from django_tasks import task
+
+    FORWARDS_OPTIONS = False
 
 
 @task
@@ -76,3 +80,10 @@ def charge_happened(context, order_id, cents):
     if Effect.objects.filter(work_id=context.task_result.id).exists():
         return work.Applied({"charged": cents})
     return work.NotApplied()
+
+
+if FORWARDS_OPTIONS:
+    @task(version="v3", deadline_after=timedelta(minutes=5))
+    def versioned(x):
+        """Durable options written in the decorator itself (Django 6.1)."""
+        return x

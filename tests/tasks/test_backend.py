@@ -238,3 +238,13 @@ def test_enqueue__a_transaction_on_another_alias_does_not_include_the_task(commi
         result = demo.add.enqueue(5, 5)
         raise Boom
     assert demo.add.get_result(result.id).status == TaskResultStatus.READY
+
+
+def test_decorator_options__django_6_1_forwards_them_to_the_durable_task(committed_clock):
+    if not demo.FORWARDS_OPTIONS:
+        pytest.skip("the django-tasks backport's @task takes no extra options (Django 6.1 does)")
+    result = demo.versioned.enqueue(7)
+    row = work_row(result.id, "work_version", "execution_deadline")
+    assert row == ("v3", T0 + timedelta(minutes=5))
+    run_pass()
+    assert demo.versioned.get_result(result.id).return_value == 7
