@@ -1,5 +1,6 @@
 from django.db import migrations, models
 
+from durable_schedule.store.forward_only import RefuseReverse
 from durable_schedule.store.sqlfiles import read
 
 
@@ -8,12 +9,13 @@ class Migration(migrations.Migration):
 
     # The generation table is a managed model (its append-only trigger is pgtrigger's), so its
     # new columns are declared to Django's state here and written by the SQL file.
-    # Forward-only (docs/operations.md): no reverse SQL, so Django refuses to unapply it with
-    # IrreversibleError -- stored rows may already use the widened states and kinds.
+    # Forward-only (docs/security.md): RefuseReverse, last, is the first operation a reverse
+    # reaches, and raises DS409 -- stored rows may already use the widened states and kinds.
     operations = [
         migrations.SeparateDatabaseAndState(
             database_operations=[
-                migrations.RunSQL(read("0011_lifecycle.sql")),
+                migrations.RunSQL(read("0011_lifecycle.sql"),
+                                  reverse_sql=migrations.RunSQL.noop),
             ],
             state_operations=[
                 migrations.AddField("schedulegeneration", "start_at",
@@ -63,4 +65,5 @@ class Migration(migrations.Migration):
                 }),
             ],
         ),
+        RefuseReverse("0010_lifecycle"),
     ]
