@@ -43,6 +43,10 @@ TRANSIENT_SQLSTATES = frozenset({
     "57P02",  # crash_shutdown
     "57P03",  # cannot_connect_now
     "08000", "08003", "08006", "08001", "08004",  # connection exceptions
+    # protocol_violation: PgBouncer reports its own connection failures with it ("server conn
+    # crashed?" when the server connection behind a client dies mid-transaction, seen in the
+    # soak through PgBouncer); the transaction's fate is unknown, as after a cut connection.
+    "08P01",
 })
 #: SQLSTATEs that must never be retried: privileges and role problems.
 NEVER_RETRIED_SQLSTATES = frozenset({"42501", "28000", "28P01", "42704"})

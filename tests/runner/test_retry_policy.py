@@ -88,7 +88,8 @@ def test_retry__permission_role_and_validation_errors_are_never_retried(exc):
     assert sleeps == []
 
 
-@pytest.mark.parametrize("state", ["40001", "40P01", "55P03", "57014", "57P01", "08006"])
+@pytest.mark.parametrize("state", ["40001", "40P01", "55P03", "57014", "57P01", "08006",
+                                   "08P01"])
 def test_retry__classifies_transient_sqlstates(state):
     assert retry.is_transient(django_error(OperationalError, state))
 
