@@ -181,6 +181,17 @@ class Newcomer:
         with _connect("postgres") as conn:
             for statement in filter(str.strip, s.body.split(";")):
                 conn.execute(statement.replace("mysite", self.name))
+            # The page's PostgreSQL 16+ note: the roles are cluster-wide and already exist on
+            # this shared server (other databases created them), so a CREATEROLE user cannot
+            # join them; the DBA runs the GRANT the page gives, once.
+            version = conn.execute("show server_version_num").fetchone()[0]
+            existing = conn.execute(
+                "select count(*) from pg_roles where rolname in "
+                "('durable_runtime', 'durable_dispatcher')").fetchone()[0]
+            if int(version) >= 160000 and existing == 2:
+                assert "GRANT durable_runtime, durable_dispatcher TO mysite;" in PAGE.read_text()
+                conn.execute(sql.SQL("GRANT durable_runtime, durable_dispatcher TO {}").format(
+                    sql.Identifier(self.name)))
 
     def sh(self, s: Snippet) -> None:
         commands = s.commands()
