@@ -32,7 +32,9 @@ class DurableScheduleConfig(AppConfig):
         from durable_schedule.operations import deploy_checks  # noqa: F401  (check --deploy)
 
         post_migrate.connect(_revoke_public_execute, dispatch_uid="durable_schedule_no_public")
+        # The tasks backend first: a user's work.py may define tasks that resolve through it.
         _load_tasks_backend()
+        _autodiscover_work()
 
 
 def _load_tasks_backend() -> None:
@@ -44,3 +46,17 @@ def _load_tasks_backend() -> None:
     if any(str(params.get("BACKEND", "")).startswith("durable_schedule.tasks")
            for params in configured.values() if isinstance(params, dict)):
         import durable_schedule.tasks  # noqa: F401
+
+
+def _autodiscover_work() -> None:
+    """Import every installed app's ``work`` module (docs/work.md "Where definitions live"), so
+    resume, trigger and the admin's re-issue resolve a stored target in any process without a
+    manual ``work.autodiscover()``. All models are loaded by now (ready() runs after every app's
+    models), so a work.py may import them. An error raised by a work.py is not swallowed: the
+    process would otherwise run without those definitions and fail later, further from the
+    cause."""
+    from durable_schedule import conf
+    from durable_schedule.work import autodiscover
+
+    if conf.autodiscover():
+        autodiscover()

@@ -60,6 +60,10 @@ DEFAULTS: dict[str, Any] = {
     # for a single-tenant project"). None (the default) makes the scope a required argument, as
     # a multi-tenant project wants: a forgotten scope is an error (DS410), never a guess.
     "DEFAULT_SCOPE": None,
+    # Import every installed app's ``work`` module in AppConfig.ready (docs/work.md "Where
+    # definitions live"), so any process -- a web worker serving the admin, a shell -- can resolve
+    # the stored targets its schedules name. False leaves registration to the project.
+    "AUTODISCOVER": True,
 }
 
 
@@ -126,6 +130,10 @@ def metrics_token() -> str | None:
     return None if value is None else str(value)
 
 
+def autodiscover() -> bool:
+    return _get("AUTODISCOVER") is True
+
+
 def default_scope() -> str | None:
     return _get("DEFAULT_SCOPE")
 
@@ -152,8 +160,9 @@ def validate() -> None:
     window = safety_window()
     if not isinstance(window, timedelta) or window <= timedelta(0):
         raise ValueError("DURABLE_SCHEDULE['SAFETY_WINDOW'] must be a positive timedelta")
-    if not isinstance(_get("PREPARE_STATEMENTS"), bool):
-        raise ValueError("DURABLE_SCHEDULE['PREPARE_STATEMENTS'] must be True or False")
+    for flag in ("PREPARE_STATEMENTS", "AUTODISCOVER"):
+        if not isinstance(_get(flag), bool):
+            raise ValueError(f"DURABLE_SCHEDULE['{flag}'] must be True or False")
     batch = _get("SCHEDULE_BATCH")
     if type(batch) is not int or not 1 <= batch <= 1000:
         raise ValueError("DURABLE_SCHEDULE['SCHEDULE_BATCH'] must be an integer from 1 to 1000")

@@ -8,8 +8,9 @@ semantics a new Work version and retain the registration needed to interpret his
 worker that meets Work whose (name, version) is not registered in its process does not guess: it
 suspends the Work with reason ``unknown_definition`` and keeps it (docs/work.md).
 
-Definitions live in a module every process imports; ``process_work`` imports the ``work`` module
-of every installed app (:func:`autodiscover`), so ``<app>/work.py`` is the natural place.
+Definitions live in a module every process imports; the app's ``ready()`` imports the ``work``
+module of every installed app (:func:`autodiscover`, unless ``DURABLE_SCHEDULE["AUTODISCOVER"]``
+is False), so ``<app>/work.py`` is the natural place.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import threading
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from importlib import import_module
 from typing import Any
 
-from django.utils.module_loading import autodiscover_modules
+from django.utils.module_loading import module_has_submodule
 
 from durable_schedule.errors import DuplicateWorkDefinition, InvalidArgument
 from durable_schedule.evaluation.policy import ExecutionPolicy
@@ -205,8 +207,24 @@ def registered() -> tuple[WorkDefinition, ...]:
 
 
 def autodiscover() -> None:
-    """Import ``<app>.work`` of every installed app, so their definitions are registered."""
-    autodiscover_modules("work")
+    """Import ``<app>.work`` of every installed app, so their definitions are registered.
+
+    Idempotent (a module is imported once per process). An app without a ``work`` module is
+    skipped; an error raised while importing one that exists propagates, with a note naming the
+    module, the same rule as Django's admin autodiscovery: a broken work.py must stop the process
+    rather than leave it running without the definitions it registers.
+    """
+    from django.apps import apps
+
+    for app_config in apps.get_app_configs():
+        module = f"{app_config.name}.work"
+        try:
+            import_module(module)
+        except Exception as exc:
+            if module_has_submodule(app_config.module, "work"):
+                exc.add_note(f"raised while durable_schedule imported {module} (Work "
+                             "autodiscovery; DURABLE_SCHEDULE['AUTODISCOVER'] turns it off)")
+                raise
 
 
 def _unregister(name: str, version: str) -> None:

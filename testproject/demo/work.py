@@ -1,5 +1,6 @@
-"""Demo Work definitions (docs/work.md). ``manage.py process_work`` imports this module through
-``work.autodiscover()``, so a worker subprocess has them registered.
+"""Demo Work definitions (docs/work.md). durable_schedule's ``AppConfig.ready`` imports this module
+(Work autodiscovery), so every process of the project -- a worker, the admin, a shell -- has them
+registered.
 
 * ``billing.send_invoice`` v1 -- ``reconcile_before_retry`` with the spec's five-slot plan
   (0, 5, 20, 60, 180 minutes, 240-minute circuit). Its effect is a ``demo_effect`` row; the

@@ -113,4 +113,8 @@ DURABLE_SCHEDULE = {
     "PREPARE_STATEMENTS": os.environ.get("DURABLE_PREPARE_STATEMENTS", "1") != "0",
     # Tests of the runner heartbeat lower this to see the background thread beat.
     "HEARTBEAT_SECONDS": float(os.environ.get("DURABLE_HEARTBEAT_SECONDS", "10")),
+    # The autodiscovery tests turn Work autodiscovery off to see what a process lacks without it.
+    "AUTODISCOVER": os.environ.get("DURABLE_AUTODISCOVER", "1") != "0",
 }
+# The autodiscovery tests install an extra app (a broken work.py) to see the startup error.
+INSTALLED_APPS += [app for app in os.environ.get("DURABLE_EXTRA_APPS", "").split(",") if app]
