@@ -14,8 +14,6 @@ from django.db.models import OuterRef, Subquery
 from durable_schedule.admin import actions, timeline
 from durable_schedule.admin.base import ReadOnlyScopedAdmin, RoutedReadOnlyAdmin, admin_link
 from durable_schedule.admin.filters import DistinctValuesFilter, choices_filter
-from durable_schedule.errors import DurableError
-from durable_schedule.evaluation.timeline import spec_from_json
 from durable_schedule.store.models import (
     Occurrence,
     ScheduleDefinition,
@@ -95,11 +93,7 @@ class ScheduleDefinitionAdmin(actions.ScheduleOperations, ReadOnlyScopedAdmin):
     def spec(self, obj):
         """The spec as an operator reads it ("every 10 min"), the raw JSON only when the stored
         spec cannot be read back."""
-        try:
-            return timeline.describe_spec(spec_from_json(obj.gen_kind, obj.gen_spec,
-                                                         obj.gen_evaluator))
-        except DurableError:
-            return f"{obj.gen_kind}: {obj.gen_spec}"
+        return timeline.stored_spec_text(obj.gen_kind, obj.gen_spec, obj.gen_evaluator)
 
     def _next_due(self, obj):
         return timeline.next_due(obj.state, obj.gen_kind, obj.gen_spec, obj.gen_evaluator,

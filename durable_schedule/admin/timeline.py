@@ -102,6 +102,30 @@ def describe_spec(spec) -> str:
     return describe() if callable(describe) else repr(spec)
 
 
+def stored_spec_text(kind: str | None, spec_json, evaluator_version: str | None) -> str:
+    """A stored spec as :func:`describe_spec` reads it; its raw JSON only when it cannot be read
+    back (a tampered or unknown spec, which the runner quarantines)."""
+    try:
+        return describe_spec(spec_from_json(kind, spec_json, evaluator_version))
+    except DurableError:
+        return f"{kind}: {as_json(spec_json)}"
+
+
+def describe_limits(generation: ScheduleGeneration) -> str:
+    """A generation's bounds and jitter as an operator reads them: ``from 2030-01-01 12:00:00
+    UTC, until 2030-02-01 00:00:00 UTC, at most 5 runs, jitter up to 30 s``; "—" for none."""
+    parts = []
+    if generation.start_at is not None:
+        parts.append(f"from {stamp(generation.start_at)}")
+    if generation.end_at is not None:
+        parts.append(f"until {stamp(generation.end_at)}")
+    if generation.max_runs is not None:
+        parts.append(f"at most {generation.max_runs} run{'s' if generation.max_runs != 1 else ''}")
+    if generation.jitter:
+        parts.append(f"jitter up to {format_duration(generation.jitter)}")
+    return ", ".join(parts) or "—"
+
+
 def format_duration(delta: timedelta | None) -> str:
     """``1 d 3 h``, ``4 min 2 s``, ``350 ms``: two units at most, for a table cell."""
     if delta is None:
@@ -144,7 +168,11 @@ def schedule_timeline(schedule: ScheduleDefinition, request=None) -> dict:
     scope_id, schedule_id = schedule.scope_id, schedule.schedule_id
     generations = _with_json(
         ScheduleGeneration.objects.filter(scope_id=scope_id, schedule_id=schedule_id)
-        .order_by("-generation"), spec_text="spec", target_text="target")
+        .order_by("-generation"), target_text="target")
+    for g in generations:
+        g.spec_text = stored_spec_text(g.kind, g.spec, g.evaluator_version)
+        g.limits_text = describe_limits(g)
+        g.safety_window_text = format_duration(g.safety_window)
     active = next((g for g in generations if g.generation == schedule.active_generation), None)
     occurrences = list(
         Occurrence.objects.filter(scope_id=scope_id, schedule_id=schedule_id)
