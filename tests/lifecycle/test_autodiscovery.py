@@ -32,11 +32,11 @@ def shell(code: str, **env: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_fresh_shell_resolves_a_target_of_an_installed_apps_work_py(committed_clock):
+def test_a_fresh_shell_resolves_a_target_of_an_installed_apps_work_module(committed_clock):
     on = shell(LOOKUP)
     off = shell(LOOKUP, DURABLE_AUTODISCOVER="0")
     assert (on.returncode, on.stdout) == (0, "True\n"), on.stderr
-    # The control: with the setting off nothing else registers demo/work.py's definitions.
+    # The control: with the setting off nothing else registers testproject/demo/work.py's definitions.
     assert (off.returncode, off.stdout) == (0, "False\n"), off.stderr
 
 
