@@ -36,7 +36,8 @@ def test_a_fresh_shell_resolves_a_target_of_an_installed_apps_work_module(commit
     on = shell(LOOKUP)
     off = shell(LOOKUP, DURABLE_AUTODISCOVER="0")
     assert (on.returncode, on.stdout) == (0, "True\n"), on.stderr
-    # The control: with the setting off nothing else registers testproject/demo/work.py's definitions.
+    # The control: with the setting off nothing else registers the definitions of
+    # testproject/demo/work.py.
     assert (off.returncode, off.stdout) == (0, "False\n"), off.stderr
 
 
