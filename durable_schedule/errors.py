@@ -95,7 +95,8 @@ class ReleaseRefused(ScheduleError):
 
 class InvalidSchedulePolicy(ScheduleError):
     code = "DS111"
-    next_action = "Use overlap 'queue_one' and misfire 'run_once' or 'skip'."
+    next_action = ("Use overlap 'queue_one', 'skip', 'buffer_all' or 'allow_all' and misfire "
+                   "'run_once' or 'skip'.")
 
 
 class OccurrenceLinkConflict(ScheduleError):
@@ -204,7 +205,7 @@ class BackfillRefused(ScheduleError):
     code = "DS153"
     next_action = (
         "A backfill covers an active or paused schedule, at most 1000 instants, and under "
-        "queue_one one new instant per request (docs/schedules.md \"Backfill\")."
+        "queue_one or buffer_all one new instant per request (docs/schedules.md \"Backfill\")."
     )
 
 
@@ -214,6 +215,14 @@ class InvalidCatchUp(ScheduleError):
         'catch_up is "misfire_policy" (the generation\'s misfire policy decides, lateness '
         'measured from the resume) or "skip" (instants missed while paused are skipped and '
         "counted)."
+    )
+
+
+class InvalidBufferLimit(ScheduleError):
+    code = "DS154"
+    next_action = (
+        "buffer_limit is an integer from 1 to 1000 and is given only with overlap "
+        "'buffer_all' (default 100) (docs/schedules.md \"Overlap policies\")."
     )
 # ---------------------------------------------------------------- DS125-DS139 cron schedules
 class InvalidCronExpression(ScheduleError):

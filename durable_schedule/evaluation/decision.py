@@ -23,6 +23,13 @@ Order of the rules, each pinned by a test in ``tests/evaluation/test_decision.py
    runs first and absorbs the instants that arrived meanwhile, instead of a newer nominal
    occurrence overtaking it or running beside it.
 
+   Overlap ``buffer_all``: a ``nominal`` or ``recovery`` action becomes ``buffer`` when the slot
+   is occupied *or* older buffered occurrences still wait (``buffered > 0``): the caller writes
+   it as its own pending occurrence (kind ``nominal`` for one instant, ``recovery`` for a
+   range), and runs the oldest buffered occurrence whenever the slot is free. With
+   ``buffer_limit`` occurrences already waiting it becomes ``skipped`` with cause
+   ``buffer_overflow`` instead (counted, like an overlap ``skip``).
+
    A missed range under ``skip`` (``skipped``) also becomes ``coalesce`` when a pending
    coalesced occurrence exists, and only then. That pending occurrence's last instant only moves
    forward, so a skipped range recorded behind it would end up *inside* its range once the next
@@ -48,6 +55,7 @@ from typing import Any
 
 from durable_schedule.errors import (
     InvalidArgument,
+    InvalidBufferLimit,
     InvalidSchedulePolicy,
     NonPositiveDuration,
     UnevaluableGeneration,
@@ -71,7 +79,7 @@ MISFIRE_POLICIES = ("run_once", "skip")
 OVERLAP_POLICIES = overlap_policy.OVERLAP_POLICIES
 """Persisted overlap policies; ``queue_one`` is the default (evaluation/overlap.py)."""
 
-ACTIONS = ("noop", "nominal", "recovery", "skipped", "coalesce", "suspend")
+ACTIONS = ("noop", "nominal", "recovery", "skipped", "coalesce", "buffer", "suspend")
 WORK_ACTIONS = ("nominal", "recovery")
 """Actions whose occurrence is bridged to Work in the same transaction."""
 
@@ -117,8 +125,9 @@ class Decision:
     next_due: datetime | None
     suspend_reason: str | None = None
     evidence: dict[str, Any] | None = None
-    #: For ``skipped``: ``"misfire"`` (the misfire policy ``skip``) or ``"overlap"`` (the
-    #: overlap policy ``skip`` while the slot is held); what ``missed`` counts it under.
+    #: For ``skipped``: ``"misfire"`` (the misfire policy ``skip``), ``"overlap"`` (the
+    #: overlap policy ``skip`` while the slot is held) or ``"buffer_overflow"`` (``buffer_all``
+    #: with a full buffer); what ``missed`` counts it under.
     skip_cause: str | None = None
 
     @property
@@ -130,8 +139,11 @@ class Decision:
     def occurrence_kind(self) -> str | None:
         """The persisted occurrence kind (``nominal``/``recovery``/``coalesced``), if any.
 
-        A ``skipped`` range is a ``recovery`` occurrence written in state ``skipped``.
+        A ``skipped`` range is a ``recovery`` occurrence written in state ``skipped``; a
+        ``buffer`` occurrence has the kind it would have had running at once.
         """
+        if self.action == "buffer":
+            return "nominal" if self.count == 1 else "recovery"
         return _OCCURRENCE_KIND.get(self.action)
 
 
@@ -144,6 +156,20 @@ def _aware(value: Any, name: str, *, optional: bool = False) -> datetime | None:
     if value is None and optional:
         return None
     return as_utc(value, name, wrong_type=InvalidArgument)
+
+
+def check_buffer_limit(overlap: Any, buffer_limit: Any) -> None:
+    """A ``buffer_all`` generation has a buffer limit (1 to MAX_BUFFER_LIMIT), any other none
+    (InvalidBufferLimit, DS154)."""
+    if overlap != "buffer_all":
+        if buffer_limit is not None:
+            raise InvalidBufferLimit("buffer_limit is given only with overlap 'buffer_all'",
+                                     overlap=repr(overlap)[:80])
+        return
+    if type(buffer_limit) is not int or not 1 <= buffer_limit <= overlap_policy.MAX_BUFFER_LIMIT:
+        raise InvalidBufferLimit(
+            f"buffer_limit must be an integer from 1 to {overlap_policy.MAX_BUFFER_LIMIT}",
+            buffer_limit=repr(buffer_limit)[:80])
 
 
 def _check_policies(misfire: Any, overlap: Any, safety_window: Any) -> int:
@@ -174,6 +200,8 @@ def decide(
     bounds: Bounds = bounding.NONE,
     runs: int = 0,
     late_from: datetime | None = None,
+    buffered: int = 0,
+    buffer_limit: int | None = None,
 ) -> Decision:
     """Decide what one pass does for one schedule (rules 1-4 of the module docstring).
 
@@ -188,8 +216,14 @@ def decide(
     generation when ``max_runs`` is used up (``runs``: the scheduled runs so far); instants
     before ``late_from`` (the resume instant after a pause) are late only from ``late_from`` on,
     so a long pause is not mistaken for a clock jump.
+
+    ``buffered``: the buffered occurrences waiting (``buffer_all``); ``buffer_limit``: the
+    generation's bound (required for ``buffer_all``, refused otherwise: DS154).
     """
     window_us = _check_policies(misfire, overlap, safety_window)
+    check_buffer_limit(overlap, buffer_limit)
+    if type(buffered) is not int or buffered < 0:
+        raise InvalidArgument("buffered must be a count >= 0", field="buffered")
     kind = kind_of(spec)
     if not isinstance(slot, SlotState) or not isinstance(slot.occupied, bool):
         raise InvalidArgument("slot must be a SlotState with a bool 'occupied'", field="slot")
@@ -234,6 +268,8 @@ def decide(
         "slot_occupied": slot.occupied,
         "pending_coalesced_last": _iso(pending_last),
     }
+    if overlap == "buffer_all":
+        evidence["buffered"] = buffered
     if late_from is not None:
         evidence["late_from"] = _iso(late_from)
     if found.local is not None:
@@ -256,8 +292,11 @@ def decide(
     # Rule 4: the overlap policy (queue_one keeps at most one queued occurrence behind the
     # occupied slot; skip skips; allow_all has no slot).
     action, cause = overlap_policy.apply(action, overlap, occupied=slot.occupied,
-                                         pending=pending_last is not None)
-    # A run (or a new pending coalesced occurrence, which will run) uses one of max_runs.
-    used = 1 if action in WORK_ACTIONS or (action == "coalesce" and pending_last is None) else 0
+                                         pending=pending_last is not None, buffered=buffered,
+                                         buffer_limit=buffer_limit)
+    # A run (or a new pending coalesced or buffered occurrence, which will run) uses one of
+    # max_runs.
+    used = 1 if action in WORK_ACTIONS or action == "buffer" or (
+        action == "coalesce" and pending_last is None) else 0
     return Decision(action, found.first, found.last, found.count, found.last,
                     following(found.last, used), evidence=evidence, skip_cause=cause)

@@ -174,7 +174,8 @@ class _Batch:
                     self.result.deferred.append(c)
                     continue
                 # A fenced generation (cron time-zone rules changed): the step suspends it.
-                (active if fenced is None else rare).append(item)
+                # buffer_all: the step reads and runs its buffered occurrences.
+                (active if fenced is None and d.overlap != "buffer_all" else rare).append(item)
         self._lock_slots(active)
         fast: list[_Item] = []
         for item in active:

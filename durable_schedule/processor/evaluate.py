@@ -32,16 +32,20 @@ def generation_fence(spec: ScheduleSpec, cursor_utc: datetime) -> tuple[str, dic
 def evaluate_generation(d: Definition, cutoff: datetime, occupant: Any,
                         pending_last: datetime | None, *,
                         spec: ScheduleSpec | None = None,
-                        lifecycle: dict[str, Any] | None = None) -> Decision:
+                        lifecycle: dict[str, Any] | None = None,
+                        buffered: int = 0) -> Decision:
     """Decide what the pass does with ``d`` at ``cutoff``: the stored spec strictly
     re-validated, then ``decide()`` with the slot as locked (``occupant``: the Work id holding
     the slot, or None; ``pending_last``: the last instant of the pending coalesced occurrence).
     ``spec``: ``d.spec()`` when the caller already validated it. ``lifecycle``: the bounds,
     run count and resume instant from ``processor.lifecycle.decide_inputs`` (required: both
-    paths read the run count under the definition lock)."""
+    paths read the run count under the definition lock). ``buffered``: the buffered
+    occurrences waiting (``buffer_all``; the batched pass leaves those schedules to the single
+    step, which counts them)."""
     spec = d.spec() if spec is None else spec
     if lifecycle is None:
         raise TypeError("evaluate_generation needs lifecycle=processor.lifecycle.decide_inputs()")
     return decide(spec, d.accepted_at_utc, d.cursor_utc, cutoff,
                   safety_window=d.safety_window, misfire=d.misfire, overlap=d.overlap,
-                  slot=SlotState(occupant is not None, pending_last), **lifecycle)
+                  slot=SlotState(occupant is not None, pending_last), **lifecycle,
+                  buffered=buffered, buffer_limit=d.buffer_limit)

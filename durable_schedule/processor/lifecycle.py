@@ -45,6 +45,16 @@ def decide_inputs(cur, d: Definition) -> dict[str, Any]:
     return {"bounds": bounds_of(d), "runs": runs, "late_from": d.resumed_at}
 
 
+def buffered_count(cur, d: Definition) -> int:
+    """``buffer_all``: the buffered occurrences of the active generation waiting to run (0 for
+    any other policy, without a query)."""
+    if d.overlap != "buffer_all":
+        return 0
+    return run_lifecycle(cur, "count_buffered", {
+        "scope_id": d.scope_id, "schedule_id": d.schedule_id,
+        "generation": d.generation}).fetchone()[0]
+
+
 def jitter_offset(d: Definition, kind: str, first: datetime) -> int | None:
     """The persisted jitter offset of a new occurrence (None: the generation has no jitter).
     Only nominal occurrences are jittered: recovery and coalesced ones are late already."""

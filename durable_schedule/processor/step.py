@@ -11,9 +11,11 @@ In order, in one transaction as ``durable_runtime`` with the claimed row's scope
    scope generation. A mismatch suspends (``runtime_epoch_mismatch`` first, it is the
    releasable one; else ``scope_generation_mismatch``) before the cursor moves or Work exists.
 3. cutoff from ``durable_schedule_clock('clock')``; the slot (``FOR SHARE`` on the Work of the
-   latest linked occurrence) and the pending coalesced occurrence; ``decide()``.
+   latest linked occurrence), the pending coalesced occurrence and, for ``buffer_all``, the
+   buffered occurrences (``FOR UPDATE``); ``decide()``.
 4. the disposition and the cursor move; the Work bridge for a nominal or recovery occurrence, or
-   for the pending coalesced occurrence once the slot is free (whatever ``decide()`` returned);
+   for the pending coalesced occurrence -- or the oldest buffered one -- once the slot is free
+   (whatever ``decide()`` returned);
    completion of a spec without further instants; one history row; the dispatch row's next due
    time with the lease cleared and the revision bumped (a guarded write naming the lease).
 
@@ -144,6 +146,15 @@ class _Pending:
     last: datetime
 
 
+@dataclass(frozen=True)
+class _Buffered:
+    """A buffered occurrence of ``buffer_all``: pending, not linked yet, waiting its turn."""
+
+    id: int
+    kind: str
+    first: datetime
+
+
 def process_claim(claim: Claim, lease_owner: str, *, using: str | None = None) -> ScheduleOutcome:
     """Run transaction 2 for one claim. Errors carry ``phase``, ``scope_id``, ``schedule_id``.
 
@@ -211,8 +222,10 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
     cutoff = ctx.now()
     occupant = _lock_slot(cur, scope_id, schedule_id)
     pending = _lock_pending(cur, scope_id, schedule_id, d.generation)
+    buffered = _lock_buffered(cur, d)
     decision = evaluate_generation(d, cutoff, occupant, pending.last if pending else None,
-                                   spec=spec, lifecycle=hooks.decide_inputs(cur, d))
+                                   spec=spec, lifecycle=hooks.decide_inputs(cur, d),
+                                   buffered=len(buffered))
 
     where["phase"] = "dispose"
     if decision.action == "suspend":
@@ -220,14 +233,20 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
         return ScheduleOutcome(**base, action="suspend", reason=decision.suspend_reason,
                                first=decision.first, last=decision.last,
                                detail=decision.evidence or {}), False
-    to_bridge, pending = _dispose(ctx, decision, pending)
+    to_bridge, pending = _dispose(ctx, decision, pending, buffered)
     moving = decision.new_cursor != d.cursor_utc
     if to_bridge is None and pending is not None and occupant is None:
         # The slot is free: the pending coalesced occurrence runs now, whatever decide() said.
         to_bridge = OccurrenceIdentity(scope_id, schedule_id, pending.generation, "coalesced",
                                        pending.first)
         pending = None
-    completed = decision.next_due is None and pending is None
+    if to_bridge is None and buffered and occupant is None:
+        # buffer_all, the slot is free: the oldest buffered occurrence runs now (one per pass:
+        # its Work takes the slot, and the terminal-Work trigger wakes the next one).
+        oldest = buffered.pop(0)
+        to_bridge = OccurrenceIdentity(scope_id, schedule_id, d.generation, oldest.kind,
+                                       oldest.first)
+    completed = decision.next_due is None and pending is None and not buffered
     if completed and moving:
         # The completion rewrites the definition row, so the cursor moves first, on its own.
         ctx.move_cursor(decision.new_cursor)
@@ -249,6 +268,8 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
     # the row due as soon as the occupying Work finishes.
     due = None if completed else decision.next_due
     detail = _detail(decision, bridged, to_bridge, pending, occupant, completed, due)
+    if d.overlap == "buffer_all":
+        detail["buffered"] = len(buffered)
     event = None
     if decision.action != "noop" or bridged is not None or completed:
         event = _event(decision, bridged, completed)
@@ -392,10 +413,30 @@ def _lock_pending(cur, scope_id: str, schedule_id: str, generation: int) -> _Pen
     return _Pending(*row)
 
 
-def _dispose(ctx: _Ctx, decision: Decision, pending: _Pending | None):
-    """Write the occurrence disposition; returns (identity to bridge, pending coalesced)."""
+def _lock_buffered(cur, d: Definition) -> list[_Buffered]:
+    """``buffer_all``: the active generation's buffered occurrences, oldest first (none is read
+    for another policy: only buffer_all leaves nominal or recovery occurrences pending)."""
+    if d.overlap != "buffer_all":
+        return []
+    rows = run(cur, "lock_buffered", {"scope_id": d.scope_id, "schedule_id": d.schedule_id,
+                                      "generation": d.generation}).fetchall()
+    return [_Buffered(*row) for row in rows]
+
+
+def _dispose(ctx: _Ctx, decision: Decision, pending: _Pending | None,
+             buffered: list[_Buffered]):
+    """Write the occurrence disposition; returns (identity to bridge, pending coalesced).
+    A ``buffer`` disposition is appended to ``buffered`` (the newest waits last)."""
     d = ctx.d
     action = decision.action
+    if action == "buffer":
+        kind = decision.occurrence_kind
+        fresh = ctx.insert_occurrence(kind, decision.first, decision.last, "pending")
+        if fresh is None:
+            # The cursor moves past an instant exactly once, under the definition lock.
+            raise RuntimeError("a buffered occurrence's identity existed already")
+        buffered.append(_Buffered(fresh[0], kind, decision.first))
+        return None, pending
     if action in ("nominal", "recovery"):
         fresh = ctx.insert_occurrence(action, decision.first, decision.last, "pending")
         return OccurrenceIdentity(ctx.scope_id, d.schedule_id, d.generation, action,
@@ -432,6 +473,8 @@ def _event(decision: Decision, bridged, completed: bool) -> str:
         return "materialized"
     if decision.action == "coalesce":
         return "coalesced"
+    if decision.action == "buffer":
+        return "buffered"
     if decision.action == "skipped":
         return "skipped"
     return "completed" if completed else decision.action

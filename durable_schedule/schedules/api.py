@@ -124,6 +124,7 @@ def create(
     end_at: datetime | None = None,
     max_runs: int | None = None,
     jitter: timedelta | None = None,
+    buffer_limit: int | None = None,
 ) -> ScheduleInfo:
     """Create schedule ``schedule_id`` in ``scope`` with generation 1.
 
@@ -139,13 +140,16 @@ def create(
     Lifecycle (docs/schedules.md "Bounds and limits", "Jitter", "Overlap policies"):
     ``start_at`` / ``end_at`` (inclusive) bound the instants, ``max_runs`` ends the schedule
     after that many scheduled runs, ``jitter`` delays each nominal instant's Work by a
-    deterministic offset below it; ``overlap`` is ``queue_one``, ``skip`` or ``allow_all``.
+    deterministic offset below it; ``overlap`` is ``queue_one``, ``skip``, ``buffer_all`` or
+    ``allow_all``; ``buffer_limit`` bounds a ``buffer_all`` buffer (default 100, 1-1000,
+    DS154 otherwise or with another policy).
     """
     validate_scope_id(scope)
     schedule_id = check.schedule_id(schedule_id)
     spec = check.spec(spec)
     target_json = check.target(target)
     overlap, misfire = check.policies(overlap, misfire)
+    buffer_limit = check.buffer_limit(overlap, buffer_limit)
     window = check.safety_window(safety_window)
     actor = check.actor(actor)
     bounds = Bounds(start_at=start_at, end_at=end_at, max_runs=max_runs)
@@ -171,20 +175,20 @@ def create(
                                      "revision": 1, "old_cursor": accepted,
                                      "new_cursor": cursor, "now": accepted})
         _insert_generation(cur, scope, schedule_id, 1, spec, accepted, target_json, overlap,
-                           misfire, window, actor, bounds, jitter)
+                           misfire, window, actor, bounds, jitter, buffer_limit)
         records.upsert_dispatch(cur, routing_id=fences.routing_id, schedule_id=schedule_id,
                                 due_at=due)
         _history(cur, scope, schedule_id, 1, "created", actor, accepted, revision=1,
                  kind=kind_of(spec), spec=spec_to_json(spec), overlap=overlap, misfire=misfire,
                  safety_window_us=window // timedelta(microseconds=1),
                  accepted_at_utc=records.iso(accepted), due_at=records.iso(due),
-                 **_lifecycle_detail(bounds, jitter))
+                 **_lifecycle_detail(bounds, jitter, buffer_limit))
         return _reread(cur, scope, schedule_id)
 
 
 def _insert_generation(cur, scope, schedule_id, generation, spec, accepted, target_json,
                        overlap, misfire, window, actor, bounds: Bounds,
-                       jitter: timedelta | None) -> None:
+                       jitter: timedelta | None, buffer_limit: int | None) -> None:
     run(cur, "insert_generation", {
         "scope_id": scope, "schedule_id": schedule_id, "generation": generation,
         "kind": kind_of(spec), "spec": records.to_json(spec_to_json(spec)),
@@ -192,7 +196,7 @@ def _insert_generation(cur, scope, schedule_id, generation, spec, accepted, targ
         "misfire": misfire, "safety_window": window,
         "evaluator_version": evaluator_version_of(spec), "actor": actor,
         "start_at": bounds.start_at, "end_at": bounds.end_at, "max_runs": bounds.max_runs,
-        "jitter": jitter,
+        "jitter": jitter, "buffer_limit": buffer_limit,
     })
 
 
@@ -206,7 +210,8 @@ def _jitter(jitter: Any, spec: ScheduleSpec, target_json: dict[str, Any]) -> tim
     return jitter
 
 
-def _lifecycle_detail(bounds: Bounds, jitter: timedelta | None) -> dict[str, Any]:
+def _lifecycle_detail(bounds: Bounds, jitter: timedelta | None,
+                      buffer_limit: int | None = None) -> dict[str, Any]:
     """The lifecycle facts of a generation for its history row (only those that are set)."""
     out: dict[str, Any] = {}
     if bounds.start_at is not None:
@@ -217,6 +222,8 @@ def _lifecycle_detail(bounds: Bounds, jitter: timedelta | None) -> dict[str, Any
         out["max_runs"] = bounds.max_runs
     if jitter is not None:
         out["jitter_us"] = jitter // timedelta(microseconds=1)
+    if buffer_limit is not None:
+        out["buffer_limit"] = buffer_limit
     return out
 
 
@@ -237,6 +244,7 @@ def update(
     end_at: Any = _KEEP,
     max_runs: Any = _KEEP,
     jitter: Any = _KEEP,
+    buffer_limit: Any = _KEEP,
 ) -> ScheduleInfo:
     """Create the next generation of an active, suspended, paused or completed schedule.
 
@@ -249,7 +257,10 @@ def update(
     evaluator and scope-generation suspensions. A paused schedule stays paused (resume it with
     ``resume``). ``start_at``, ``end_at``, ``max_runs`` and ``jitter`` left out keep the
     active generation's value; ``None`` removes it. ``max_runs`` counts the runs of every
-    generation (docs/schedules.md "Bounds and limits"). Raises ``RevisionMismatch`` (DS106),
+    generation (docs/schedules.md "Bounds and limits"). ``buffer_limit`` left out keeps a
+    ``buffer_all`` generation's bound (the default 100 when the policy becomes ``buffer_all``);
+    buffered occurrences of older generations are superseded like any pending one. Raises
+    ``RevisionMismatch`` (DS106),
     ``ScheduleDeleted`` (DS107), ``ScheduleNotFound`` (DS108), ``ScheduleNeverFires`` (DS117).
     """
     validate_scope_id(scope)
@@ -260,6 +271,8 @@ def update(
     if overlap is not None or misfire is not None:
         check.policies("queue_one" if overlap is None else overlap,
                        "run_once" if misfire is None else misfire)
+    if overlap is not None and buffer_limit is not _KEEP:
+        check.buffer_limit(overlap, buffer_limit)  # refused before the transaction when it can be
     window = None if safety_window is None else check.safety_window(safety_window)
     actor = check.actor(actor)
     with scoped(scope) as cur:
@@ -275,6 +288,9 @@ def update(
             target_json = _stored_target(d)
         overlap, misfire = check.policies(d.overlap if overlap is None else overlap,
                                           d.misfire if misfire is None else misfire)
+        if buffer_limit is _KEEP:
+            buffer_limit = d.buffer_limit if overlap == "buffer_all" == d.overlap else None
+        buffer_limit = check.buffer_limit(overlap, buffer_limit)
         window = window if window is not None else check.safety_window(d.safety_window)
         bounds = Bounds(start_at=d.start_at if start_at is _KEEP else start_at,
                         end_at=d.end_at if end_at is _KEEP else end_at,
@@ -287,7 +303,7 @@ def update(
             "scope_id": scope, "schedule_id": schedule_id, "state": "superseded",
             "below_generation": generation, "now": accepted}).fetchall()
         _insert_generation(cur, scope, schedule_id, generation, spec, accepted, target_json,
-                           overlap, misfire, window, actor, bounds, new_jitter)
+                           overlap, misfire, window, actor, bounds, new_jitter, buffer_limit)
         revision = _guarded(run(cur, "rebind_definition", {
             "scope_id": scope, "schedule_id": schedule_id, "revision": d.revision,
             "generation": generation, "runtime_epoch": fences.runtime_epoch,
@@ -303,7 +319,7 @@ def update(
                  accepted_at_utc=records.iso(accepted), cursor_utc=records.iso(cursor),
                  due_at=records.iso(due), superseded=[_retired(r) for r in retired],
                  cleared_suspension=d.suspension_reason,
-                 **_lifecycle_detail(bounds, new_jitter))
+                 **_lifecycle_detail(bounds, new_jitter, buffer_limit))
         return _reread(cur, scope, schedule_id)
 
 

@@ -12,9 +12,10 @@ recovery run.
 
 Overlap (evaluation/overlap.py): ``allow_all`` runs every new instant at once; ``skip`` runs the
 first new instant when the slot is free and records the others skipped (counted under
-``missed["overlap"]``); ``queue_one`` runs one new instant per backfill and refuses a range of
-several (DS153) rather than running them side by side. A held slot refuses ``queue_one`` and
-``skip`` backfills (DS150), writing nothing.
+``missed["overlap"]``); ``queue_one`` and ``buffer_all`` run one new instant per backfill and
+refuse a range of several (DS153) rather than running them side by side (a backfill does not
+fill the buffer). A held slot refuses ``queue_one``, ``skip`` and ``buffer_all`` backfills
+(DS150), and so do buffered instants still waiting, writing nothing.
 """
 
 from __future__ import annotations
@@ -101,9 +102,14 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
             raise TriggerSlotBusy("the schedule's previous Work still runs",
                                   schedule_id=schedule_id, overlap=d.overlap,
                                   slot_work_id=str(busy[0]))
-        if len(new) > 1 and d.overlap == "queue_one":
+        waiting = hooks.buffered_count(cur, d)
+        if new and waiting:
+            # buffer_all: the buffered instants run first, in order (see trigger()).
+            raise TriggerSlotBusy("buffered instants wait to run first",
+                                  schedule_id=schedule_id, overlap=d.overlap, buffered=waiting)
+        if len(new) > 1 and d.overlap in ("queue_one", "buffer_all"):
             raise BackfillRefused(
-                "queue_one runs one instant at a time: backfill one instant per request, or "
+                f"{d.overlap} runs one instant at a time: backfill one instant per request, or "
                 "use overlap skip or allow_all", schedule_id=schedule_id, new=len(new))
         run_now = new if d.overlap == "allow_all" else new[:1]
         skipped = [t for t in new if t not in run_now]

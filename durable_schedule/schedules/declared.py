@@ -73,6 +73,8 @@ class Declaration:
     end_at: datetime | None = None
     max_runs: int | None = None
     jitter: timedelta | None = None
+    #: buffer_all's bound, resolved (100 when not given); None for the other policies.
+    buffer_limit: int | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -87,7 +89,7 @@ def declare(schedule_id: str, spec: ScheduleSpec, *, target: WorkTarget, scope: 
             overlap: str = "queue_one", misfire: str = "run_once",
             safety_window: timedelta | None = None, start_at: datetime | None = None,
             end_at: datetime | None = None, max_runs: int | None = None,
-            jitter: timedelta | None = None) -> Declaration:
+            jitter: timedelta | None = None, buffer_limit: int | None = None) -> Declaration:
     """Declare a schedule in code (recorded in this process; ``sync_schedules`` applies it).
 
     Validated at once, like ``create``: a bad spec, policy or target fails at import time, not
@@ -95,13 +97,14 @@ def declare(schedule_id: str, spec: ScheduleSpec, *, target: WorkTarget, scope: 
     one identity has one declaration.
     """
     bounds = Bounds(start_at=start_at, end_at=end_at, max_runs=max_runs)
+    check.policies(overlap, misfire)
     decl = Declaration(
         scope=validate_scope_id(scope), schedule_id=check.schedule_id(schedule_id),
         spec=check.spec(spec), target=target, overlap=overlap, misfire=misfire,
         safety_window=safety_window, start_at=bounds.start_at, end_at=bounds.end_at,
-        max_runs=bounds.max_runs, jitter=jittering.validate(jitter, spec))
+        max_runs=bounds.max_runs, jitter=jittering.validate(jitter, spec),
+        buffer_limit=check.buffer_limit(overlap, buffer_limit))
     check.target(target)
-    check.policies(overlap, misfire)
     check.safety_window(safety_window)
     with _LOCK:
         existing = _DECLARED.get(decl.key)
@@ -221,7 +224,7 @@ def _apply(decl: Declaration, report: SyncReport) -> None:
 def _lifecycle(decl: Declaration) -> dict[str, Any]:
     # Passed explicitly (None included): the declaration is the whole truth of the generation.
     return {"start_at": decl.start_at, "end_at": decl.end_at, "max_runs": decl.max_runs,
-            "jitter": decl.jitter}
+            "jitter": decl.jitter, "buffer_limit": decl.buffer_limit}
 
 
 def differences(decl: Declaration, info: ScheduleInfo) -> list[str]:
@@ -238,6 +241,7 @@ def differences(decl: Declaration, info: ScheduleInfo) -> list[str]:
         "end_at": (decl.end_at, info.end_at),
         "max_runs": (decl.max_runs, info.max_runs),
         "jitter": (decl.jitter, info.jitter),
+        "buffer_limit": (decl.buffer_limit, info.buffer_limit),
     }
     return [name for name, (want, have) in facts.items() if _normal(want) != _normal(have)]
 

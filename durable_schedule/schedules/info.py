@@ -54,12 +54,15 @@ class ScheduleInfo:
     pause_note: str | None = None
     resumed_at: datetime | None = None
     #: Instants skipped per cause: ``misfire`` (misfire ``skip``), ``overlap`` (overlap
-    #: ``skip``), ``paused`` (resume with ``catch_up="skip"``).
+    #: ``skip``), ``buffer_overflow`` (``buffer_all`` with a full buffer), ``paused`` (resume
+    #: with ``catch_up="skip"``).
     missed: dict[str, int] = field(default_factory=dict)
     start_at: datetime | None = None
     end_at: datetime | None = None
     max_runs: int | None = None
     jitter: timedelta | None = None
+    #: ``buffer_all``: how many instants may wait behind the held slot (None otherwise).
+    buffer_limit: int | None = None
 
 
 def _target(target_json: Any) -> WorkTarget | None:
@@ -91,5 +94,5 @@ def from_definition(scope: str, d: Definition) -> ScheduleInfo:
         created_at=d.created_at, updated_at=d.updated_at, paused_at=d.paused_at,
         paused_by=d.paused_by, pause_note=d.pause_note, resumed_at=d.resumed_at,
         missed=dict(d.missed or {}), start_at=d.start_at, end_at=d.end_at,
-        max_runs=d.max_runs, jitter=d.jitter,
+        max_runs=d.max_runs, jitter=d.jitter, buffer_limit=d.buffer_limit,
     )

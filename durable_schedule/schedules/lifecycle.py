@@ -186,10 +186,15 @@ def trigger(scope: str, schedule_id: str, request_id: str, actor: str = "") -> T
                                          reason=d.suspension_reason)
         slot = run(cur, "lock_slot", key).fetchall()
         busy = [r[0] for r in slot if r[1] not in TERMINAL_WORK_STATES]
-        if not overlapping.trigger_allowed(d.overlap, occupied=bool(busy)):
-            raise TriggerSlotBusy("the schedule's previous Work still runs",
+        waiting = hooks.buffered_count(cur, d)
+        if not overlapping.trigger_allowed(d.overlap, occupied=bool(busy), buffered=waiting):
+            # buffer_all: buffered instants run first, in order; a manual run beside them would
+            # overtake them (and the slot would no longer be the latest linked Work).
+            raise TriggerSlotBusy("the schedule's previous Work still runs" if busy else
+                                  "buffered instants wait to run first",
                                   schedule_id=schedule_id, overlap=d.overlap,
-                                  slot_work_id=str(busy[0]))
+                                  slot_work_id=str(busy[0]) if busy else None,
+                                  buffered=waiting)
         latest = hooks.run_lifecycle(cur, "latest_manual",
                                      {**key, "generation": d.generation}).fetchone()
         first = now if latest[0] is None or latest[0] < now else latest[0] + _ONE_US

@@ -87,6 +87,7 @@ class Definition:
     end_at: datetime | None = None
     max_runs: int | None = None
     jitter: timedelta | None = None
+    buffer_limit: int | None = None
 
     def spec(self) -> ScheduleSpec:
         """The stored spec, strictly re-validated (DS114 for a missing or tampered generation)."""
@@ -108,6 +109,8 @@ def _definition(scope_id: str, schedule_id: str, row) -> Definition:
         paused_at=row[22], paused_by=row[23], pause_note=row[24], resumed_at=row[25],
         missed=_from_json(row[26]) or {}, start_at=row[27], end_at=row[28], max_runs=row[29],
         jitter=row[30],
+        # Not every query reads it (the batched pass leaves buffer_all to the single step).
+        buffer_limit=row[31] if len(row) > 31 else None,
     )
 
 

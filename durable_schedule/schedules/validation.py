@@ -96,9 +96,22 @@ def revision(value: Any, *, optional: bool = False) -> int | None:
     return value
 
 
+def buffer_limit(overlap: str, value: Any) -> int | None:
+    """The buffer limit a generation with ``overlap`` stores: for ``buffer_all`` the given
+    value (``None``: the default, 100), an integer from 1 to 1000; for any other policy none
+    may be given (InvalidBufferLimit, DS154)."""
+    from durable_schedule.evaluation.decision import check_buffer_limit
+    from durable_schedule.evaluation.overlap import DEFAULT_BUFFER_LIMIT
+
+    if overlap == "buffer_all" and value is None:
+        value = DEFAULT_BUFFER_LIMIT
+    check_buffer_limit(overlap, value)
+    return value
+
+
 def policies(overlap: Any, misfire: Any) -> tuple[str, str]:
-    """Overlap ``queue_one``, ``skip`` or ``allow_all``; misfire ``run_once`` or ``skip``
-    (DS111)."""
+    """Overlap ``queue_one``, ``skip``, ``buffer_all`` or ``allow_all``; misfire ``run_once``
+    or ``skip`` (DS111)."""
     if not isinstance(overlap, str) or overlap not in OVERLAP_POLICIES:
         raise InvalidSchedulePolicy("unknown overlap policy", overlap=repr(overlap)[:80])
     if not isinstance(misfire, str) or misfire not in MISFIRE_POLICIES:

@@ -110,6 +110,7 @@ class ScheduleGeneration(models.Model):
     end_at = models.DateTimeField(null=True)
     max_runs = models.IntegerField(null=True)
     jitter = models.DurationField(null=True)
+    buffer_limit = models.IntegerField(null=True)
 
     class Meta:
         app_label = "durable_schedule"

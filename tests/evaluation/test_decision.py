@@ -45,7 +45,7 @@ def run(spec, cursor, cutoff, *, window=timedelta(days=1), misfire="run_once", s
 
 def test_policies__defaults_come_first():
     assert MISFIRE_POLICIES[0] == "run_once"
-    assert OVERLAP_POLICIES == ("queue_one", "skip", "allow_all")  # docs/schedules.md
+    assert OVERLAP_POLICIES == ("queue_one", "skip", "buffer_all", "allow_all")  # docs/schedules.md
 
 
 # ---------------------------------------------------------------- rule 1: noop

@@ -119,6 +119,53 @@ def test_overlap__trigger_allowed():
     assert not overlap.trigger_allowed("queue_one", occupied=True)
     assert not overlap.trigger_allowed("skip", occupied=True)
     assert overlap.trigger_allowed("allow_all", occupied=True)
+    assert overlap.trigger_allowed("buffer_all", occupied=False, buffered=0)
+    assert not overlap.trigger_allowed("buffer_all", occupied=False, buffered=1)
+    assert not overlap.trigger_allowed("buffer_all", occupied=True)
+
+
+def buffering(cursor, cutoff, *, slot, buffered, limit=3, misfire="run_once", runs=0,
+              bounds=bounding.NONE):
+    return decide(Every(10 * M), T0, cursor, cutoff, safety_window=60 * M, misfire=misfire,
+                  overlap="buffer_all", slot=slot, buffered=buffered, buffer_limit=limit,
+                  runs=runs, bounds=bounds)
+
+
+@pytest.mark.parametrize(("slot", "waiting", "expected", "cause", "kind"), [
+    (FREE, 0, "nominal", None, "nominal"),  # a free slot and an empty buffer: runs at once
+    (BUSY, 0, "buffer", None, "nominal"),  # the slot is held: waits
+    (FREE, 1, "buffer", None, "nominal"),  # older instants wait: behind them, in order
+    (BUSY, 2, "buffer", None, "nominal"),
+    (BUSY, 3, "skipped", "buffer_overflow", "recovery"),  # the buffer is full
+    # Full, but the oldest runs in this pass (the slot is free): its place takes the instant.
+    (FREE, 3, "buffer", None, "nominal"),
+])
+def test_decide__buffer_all_per_instant(slot, waiting, expected, cause, kind):
+    d = buffering(T0, T0 + 10 * M, slot=slot, buffered=waiting)
+    assert (d.action, d.skip_cause, d.occurrence_kind) == (expected, cause, kind)
+    assert d.new_cursor == T0 + 10 * M
+
+
+def test_decide__buffer_all_buffers_a_missed_range_as_one_recovery_occurrence():
+    d = buffering(T0, T0 + 30 * M, slot=BUSY, buffered=0)
+    assert (d.action, d.count, d.occurrence_kind) == ("buffer", 3, "recovery")
+    skipped = buffering(T0, T0 + 30 * M, slot=BUSY, buffered=0, misfire="skip")
+    assert (skipped.action, skipped.skip_cause) == ("skipped", "misfire")
+
+
+def test_decide__a_buffered_instant_uses_one_of_max_runs():
+    d = buffering(T0, T0 + 10 * M, slot=BUSY, buffered=0, runs=1, bounds=Bounds(max_runs=2))
+    assert d.action == "buffer" and d.next_due is None  # the buffered one is the last run
+
+
+@pytest.mark.parametrize(("policy", "limit"), [("buffer_all", None), ("buffer_all", 0),
+                                               ("buffer_all", 1001), ("queue_one", 5)])
+def test_decide__a_stored_buffer_limit_that_does_not_fit_is_refused_with_ds154(policy, limit):
+    from durable_schedule.errors import InvalidBufferLimit
+
+    with pytest.raises(InvalidBufferLimit):
+        decide(Every(10 * M), T0, T0, T0 + 10 * M, safety_window=60 * M, misfire="run_once",
+               overlap=policy, slot=FREE, buffer_limit=limit)
 
 
 # ---------------------------------------------------------------- jitter

@@ -99,7 +99,7 @@ def test_bounds__bad_input_is_refused_and_changes_nothing(clock, target):
     with pytest.raises(InvalidJitter):
         create("s", schedules.Every(TEN), target, jitter=TEN)
     with pytest.raises(InvalidSchedulePolicy):
-        create("s", schedules.Every(TEN), target, overlap="buffer_all")
+        create("s", schedules.Every(TEN), target, overlap="buffer_one")
     assert rows("select count(*) from durable_schedule_definition") == [(0,)]
 
 

@@ -30,12 +30,20 @@ UPDATE durable_schedule_definition
  WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
 
 -- name: count runs -- the scheduled runs so far (max_runs): materialized nominal, recovery and
--- coalesced occurrences of every generation, plus a pending coalesced one (it will run).
+-- coalesced occurrences of every generation, plus the pending ones (a coalesced occurrence of
+-- queue_one, the buffered occurrences of buffer_all): they will run.
 SELECT count(*)
   FROM durable_schedule_occurrence
  WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
    AND kind IN ('nominal', 'recovery', 'coalesced')
-   AND (work_id IS NOT NULL OR (kind = 'coalesced' AND state = 'pending'))
+   AND (work_id IS NOT NULL OR state = 'pending')
+
+-- name: count buffered -- buffer_all: the buffered occurrences of the active generation that
+-- wait to run (trigger and backfill refuse to run beside them; status shows the count).
+SELECT count(*)
+  FROM durable_schedule_occurrence
+ WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
+   AND generation = %(generation)s AND state = 'pending' AND kind IN ('nominal', 'recovery')
 
 -- name: find manual -- the manual occurrence of one request id, with its link.
 SELECT id, generation, first_nominal_utc, state, work_id

@@ -30,7 +30,7 @@ SELECT d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_
        g.kind, g.spec::text, g.accepted_at_utc, g.target::text, g.overlap_policy,
        g.misfire_policy, g.safety_window, g.evaluator_version, g.created_by, d.schedule_id,
        d.paused_at, d.paused_by, d.pause_note, d.resumed_at, d.missed::text, g.start_at,
-       g.end_at, g.max_runs, g.jitter
+       g.end_at, g.max_runs, g.jitter, g.buffer_limit
   FROM durable_schedule_definition d
   LEFT JOIN durable_schedule_generation g
     ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id
@@ -45,7 +45,7 @@ SELECT d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_
        g.kind, g.spec::text, g.accepted_at_utc, g.target::text, g.overlap_policy,
        g.misfire_policy, g.safety_window, g.evaluator_version, g.created_by, d.schedule_id,
        d.paused_at, d.paused_by, d.pause_note, d.resumed_at, d.missed::text, g.start_at,
-       g.end_at, g.max_runs, g.jitter
+       g.end_at, g.max_runs, g.jitter, g.buffer_limit
   FROM durable_schedule_definition d
   LEFT JOIN durable_schedule_generation g
     ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id
@@ -59,7 +59,7 @@ SELECT d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_
        g.kind, g.spec::text, g.accepted_at_utc, g.target::text, g.overlap_policy,
        g.misfire_policy, g.safety_window, g.evaluator_version, g.created_by, d.schedule_id,
        d.paused_at, d.paused_by, d.pause_note, d.resumed_at, d.missed::text, g.start_at,
-       g.end_at, g.max_runs, g.jitter
+       g.end_at, g.max_runs, g.jitter, g.buffer_limit
   FROM durable_schedule_definition d
   LEFT JOIN durable_schedule_generation g
     ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id
@@ -80,10 +80,11 @@ RETURNING id
 -- name: insert generation -- an immutable generation (the table refuses UPDATE and DELETE).
 INSERT INTO durable_schedule_generation (scope_id, schedule_id, generation, kind, spec,
         accepted_at_utc, target, overlap_policy, misfire_policy, safety_window,
-        evaluator_version, created_by, start_at, end_at, max_runs, jitter)
+        evaluator_version, created_by, start_at, end_at, max_runs, jitter, buffer_limit)
 VALUES (%(scope_id)s, %(schedule_id)s, %(generation)s, %(kind)s, %(spec)s::jsonb,
         %(accepted_at)s, %(target)s::jsonb, %(overlap)s, %(misfire)s, %(safety_window)s,
-        %(evaluator_version)s, %(actor)s, %(start_at)s, %(end_at)s, %(max_runs)s, %(jitter)s)
+        %(evaluator_version)s, %(actor)s, %(start_at)s, %(end_at)s, %(max_runs)s, %(jitter)s,
+        %(buffer_limit)s)
 
 -- name: rebind definition -- update: the new generation, fences rebound, suspension cleared.
 -- A paused schedule stays paused (pause is the operator's; an update never resumes it).
@@ -170,6 +171,16 @@ SELECT id, generation, first_nominal_utc, last_nominal_utc
   FROM durable_schedule_occurrence
  WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
    AND kind = 'coalesced' AND state = 'pending'
+   FOR UPDATE
+
+-- name: lock buffered -- buffer_all: the active generation's buffered occurrences (pending
+-- nominal and recovery occurrences, which only buffer_all leaves pending past a transaction),
+-- oldest first by arrival, FOR UPDATE. At most the generation's buffer_limit rows.
+SELECT id, kind, first_nominal_utc
+  FROM durable_schedule_occurrence
+ WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
+   AND generation = %(generation)s AND state = 'pending' AND kind IN ('nominal', 'recovery')
+ ORDER BY id
    FOR UPDATE
 
 -- name: insert occurrence -- an occurrence identity; nothing when it already exists.
