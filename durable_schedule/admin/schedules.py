@@ -126,8 +126,8 @@ class ScheduleGenerationAdmin(ReadOnlyScopedAdmin):
     """Append-only generations (a trigger refuses UPDATE/DELETE); newest first."""
 
     list_display = ("scope_id", "schedule_id", "generation", "kind", "accepted_at_utc",
-                    "overlap_policy", "misfire_policy", "start_at", "end_at", "max_runs",
-                    "jitter", "evaluator_version", "created_by")
+                    "overlap_policy", "buffer_limit", "misfire_policy", "start_at", "end_at",
+                    "max_runs", "jitter", "evaluator_version", "created_by")
     list_filter = (choices_filter("kind", "kind", ("at", "after", "every")),)
     search_fields = ("=scope_id", "schedule_id")
     ordering = ("-accepted_at_utc", "-generation")

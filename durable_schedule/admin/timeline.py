@@ -126,6 +126,15 @@ def describe_limits(generation: ScheduleGeneration) -> str:
     return ", ".join(parts) or "—"
 
 
+def describe_overlap(generation: ScheduleGeneration) -> str:
+    """The overlap and misfire policies: ``queue_one / run_once``; a ``buffer_all`` generation
+    with its bound, ``buffer_all (up to 100 waiting) / run_once``."""
+    overlap = generation.overlap_policy
+    if overlap == "buffer_all" and generation.buffer_limit is not None:
+        overlap += f" (up to {generation.buffer_limit} waiting)"
+    return f"{overlap} / {generation.misfire_policy}"
+
+
 def format_duration(delta: timedelta | None) -> str:
     """``1 d 3 h``, ``4 min 2 s``, ``350 ms``: two units at most, for a table cell."""
     if delta is None:
@@ -172,6 +181,7 @@ def schedule_timeline(schedule: ScheduleDefinition, request=None) -> dict:
     for g in generations:
         g.spec_text = stored_spec_text(g.kind, g.spec, g.evaluator_version)
         g.limits_text = describe_limits(g)
+        g.overlap_text = describe_overlap(g)
         g.safety_window_text = format_duration(g.safety_window)
     active = next((g for g in generations if g.generation == schedule.active_generation), None)
     occurrences = list(

@@ -78,6 +78,9 @@ class StatusReport:
     #: cause over every schedule (docs/schedules.md "Missed instants").
     paused_schedules: int = 0
     missed_instants: dict[str, int] = field(default_factory=dict)
+    #: Instants buffer_all schedules keep waiting behind a held slot (docs/schedules.md
+    #: "Overlap policies"); each runs when the Work before it ends.
+    buffered_instants: int = 0
     work_backlog_by_name: dict[str, NamedBacklog] = field(default_factory=dict)
     finished_last_hour: dict[str, int] = field(default_factory=dict)
     runners: list[RunnerInfo] = field(default_factory=list)
@@ -225,8 +228,10 @@ def _tz_rules(report: StatusReport, using: str | None) -> None:
 def _read_scope(cur, scope_id: str, report: StatusReport) -> None:
     cur.execute(_q("suspended_schedules"))
     report.suspended_schedules.extend(SuspendedSchedule(scope_id, *row) for row in cur.fetchall())
-    paused, missed = lifecycle_hooks.run_lifecycle(cur, "status_lifecycle", {}).fetchone()
+    paused, missed, buffered = lifecycle_hooks.run_lifecycle(cur, "status_lifecycle",
+                                                             {}).fetchone()
     report.paused_schedules += paused
+    report.buffered_instants += buffered
     for cause, count in json.loads(missed).items():
         report.missed_instants[cause] = report.missed_instants.get(cause, 0) + int(count)
     cur.execute(_q("work_states"))

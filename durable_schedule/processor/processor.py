@@ -61,7 +61,9 @@ class PassCounts:
     occurrences run (``run_once``). ``skipped``: missed ranges recorded as skipped (``skip``).
     ``superseded``: claims an API change or a lease takeover made stale (nothing written).
     ``suspended``: schedules suspended (fence mismatch or clock jump). ``noop``: schedules with
-    nothing to do. ``outcomes`` lists each schedule's outcome (not compared, not counted).
+    nothing to do. A ``buffer_all`` instant that was buffered is in none of these (only in
+    ``claimed``; its history row says ``buffered``): it is counted as ``materialized`` when
+    it runs. ``outcomes`` lists each schedule's outcome (not compared, not counted).
     """
 
     claimed: int = 0

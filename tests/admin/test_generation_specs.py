@@ -39,8 +39,9 @@ def test_detail_page__generations_show_the_spec_and_bounds_in_words(client, supe
     assert generation_cells(html, "generation-limits") == [
         "from 2030-01-02 12:00:00 UTC, until 2030-02-01 12:00:00 UTC, at most 5 runs, "
         "jitter up to 30 s", "—"]
+    assert generation_cells(html, "generation-overlap") == ["skip / run_once",
+                                                            "queue_one / run_once"]
     table = html.split('id="generations"')[1].split("</table>")[0]
-    assert "skip / run_once" in table and "queue_one / run_once" in table
     assert "1 h</td>" in table  # the safety window, in the same duration format
     # No stored spec JSON anywhere in the table (the list of fields of each kind's JSON).
     for raw in ("interval_us", "&quot;expression&quot;", "&quot;tz&quot;", '"expression"'):
@@ -64,3 +65,14 @@ def test_detail_page__an_unreadable_spec_still_shows_its_raw_json(client, superu
     html = client.get(reverse(CHANGE, args=[seeded["pk"]])).content.decode()
     [cell] = generation_cells(html, "generation-spec")
     assert cell == "every: {&quot;interval_us&quot;: -1}"
+
+
+def test_detail_page__a_buffer_all_generation_shows_its_bound(client, superuser, clock):
+    target = schedule_targets.report.target(payload={"report": "b"})
+    schedules.create(SCOPE, "b", schedules.Every(timedelta(minutes=10)), target,
+                     overlap="buffer_all", buffer_limit=25)
+    pk = ScheduleDefinition.objects.get(scope_id=SCOPE, schedule_id="b").pk
+    client.force_login(superuser)
+    html = client.get(reverse(CHANGE, args=[pk])).content.decode()
+    assert generation_cells(html, "generation-overlap") == [
+        "buffer_all (up to 25 waiting) / run_once"]

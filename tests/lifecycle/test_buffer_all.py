@@ -245,3 +245,21 @@ def test_buffer_all__while_paused_nothing_runs_and_resume_continues_the_buffer(c
     schedules.resume(SCOPE, "s", catch_up="skip")
     run_pass(clock, at(26))
     assert ran()[-1] == (at(20), "nominal")
+
+
+def test_durable_status__shows_the_buffered_instants(clock, target):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from durable_schedule.operations.status import collect
+
+    create("s", schedules.Every(TEN), target, overlap="buffer_all")
+    for m in (10, 20, 30):
+        run_pass(clock, at(m))
+    report = collect()
+    assert report.buffered_instants == 2 and report.to_json()["buffered_instants"] == 2
+    out = StringIO()
+    with pytest.raises(SystemExit):  # exit 1: no live runner here
+        call_command("durable_status", stdout=out)
+    assert "buffered     2 instants (buffer_all)\n" in out.getvalue()

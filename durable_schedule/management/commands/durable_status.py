@@ -96,6 +96,8 @@ class Command(BaseCommand):
         w(f"paused       {r.paused_schedules} schedule{'s' if r.paused_schedules != 1 else ''}")
         w("missed       " + (", ".join(f"{k} {v}" for k, v in sorted(r.missed_instants.items()))
                              or "-"))
+        w(f"buffered     {r.buffered_instants} instant{'s' if r.buffered_instants != 1 else ''}"
+          " (buffer_all)")
         for warning in r.warnings:
             w(self.style.WARNING(f"warning: {warning}"))
         if r.healthy:

@@ -65,13 +65,19 @@ SELECT max(first_nominal_utc)
  WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
    AND generation = %(generation)s AND kind = 'manual'
 
--- name: status lifecycle -- durable_status: paused schedules and missed instants per cause in
--- the current scope (RLS scoped).
+-- name: status lifecycle -- durable_status: paused schedules, missed instants per cause and
+-- buffered instants (buffer_all) waiting to run, in the current scope (RLS scoped). The last
+-- reads the small partial index of pending occurrences.
 SELECT (SELECT count(*) FROM durable_schedule_definition WHERE state = 'paused'),
        (SELECT COALESCE(jsonb_object_agg(cause, total), '{}'::jsonb)::text
           FROM (SELECT m.key AS cause, sum(m.value::bigint) AS total
                   FROM durable_schedule_definition d, jsonb_each_text(d.missed) m
-                 GROUP BY m.key) t)
+                 GROUP BY m.key) t),
+       (SELECT count(*) FROM durable_schedule_occurrence o
+          JOIN durable_schedule_definition d
+            ON d.scope_id = o.scope_id AND d.schedule_id = o.schedule_id
+           AND d.active_generation = o.generation
+         WHERE o.state = 'pending' AND o.kind IN ('nominal', 'recovery'))
 
 -- name: backfilled -- the recovery instants of a generation that a backfill of [start, end]
 -- would create, already there (one occurrence per instant: first = last).
