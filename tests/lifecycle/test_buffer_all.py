@@ -263,3 +263,14 @@ def test_durable_status__shows_the_buffered_instants(clock, target):
     with pytest.raises(SystemExit):  # exit 1: no live runner here
         call_command("durable_status", stdout=out)
     assert "buffered     2 instants (buffer_all)\n" in out.getvalue()
+
+
+def test_buffer_all__delete_cancels_the_buffer(clock, target):
+    create("s", schedules.Every(TEN), target, overlap="buffer_all")
+    for m in (10, 20, 30):
+        run_pass(clock, at(m))
+    schedules.delete(SCOPE, "s")
+    assert [o[4] for o in occurrences("s")] == ["materialized", "canceled", "canceled"]
+    finish_running()
+    run_pass(clock, at(40))
+    assert len(works()) == 1
