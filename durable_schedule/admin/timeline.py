@@ -222,6 +222,7 @@ def schedule_timeline(schedule: ScheduleDefinition, request=None) -> dict:
         "history": _with_json(
             ScheduleHistory.objects.filter(scope_id=scope_id, schedule_id=schedule_id)
             .order_by("-recorded_at", "-id")[:RECENT], detail_text="detail"),
+        "buffered": _buffered(active),
         "evidence": as_json(schedule.suspension_evidence)
         if schedule.suspension_evidence is not None else None,
         "dispatch": dispatch,
@@ -230,6 +231,16 @@ def schedule_timeline(schedule: ScheduleDefinition, request=None) -> dict:
         "epoch_fenced": store is not None and schedule.runtime_epoch != store.runtime_epoch,
         "scope_fenced": scope is not None and schedule.scope_generation != scope.generation,
     }
+
+
+def _buffered(active: ScheduleGeneration | None) -> int | None:
+    """``buffer_all``: the active generation's buffered occurrences waiting to run (None for
+    the other policies)."""
+    if active is None or active.overlap_policy != "buffer_all":
+        return None
+    return Occurrence.objects.filter(
+        scope_id=active.scope_id, schedule_id=active.schedule_id, generation=active.generation,
+        state="pending", kind__in=("nominal", "recovery")).count()
 
 
 def _unevaluable(generation: ScheduleGeneration) -> bool:

@@ -76,3 +76,26 @@ def test_detail_page__a_buffer_all_generation_shows_its_bound(client, superuser,
     html = client.get(reverse(CHANGE, args=[pk])).content.decode()
     assert generation_cells(html, "generation-overlap") == [
         "buffer_all (up to 25 waiting) / run_once"]
+    assert '<td id="timeline-buffered">0 waiting (at most 25)</td>' in html
+
+
+def test_detail_page__the_buffered_count_follows_the_passes(client, superuser, clock):
+    from tests.schedules.conftest import run_pass
+
+    target = schedule_targets.report.target(payload={"report": "b"})
+    ten = timedelta(minutes=10)
+    schedules.create(SCOPE, "b", schedules.Every(ten), target, overlap="buffer_all")
+    for k in (1, 2, 3):  # 12:10 runs and keeps running; 12:20 and 12:30 wait
+        run_pass(clock, T0 + k * ten)
+    pk = ScheduleDefinition.objects.get(scope_id=SCOPE, schedule_id="b").pk
+    client.force_login(superuser)
+    html = client.get(reverse(CHANGE, args=[pk])).content.decode()
+    assert '<td id="timeline-buffered">2 waiting (at most 100)</td>' in html
+    queued = client.get(reverse(CHANGE, args=[make_queue_one()])).content.decode()
+    assert "timeline-buffered" not in queued
+
+
+def make_queue_one() -> int:
+    target = schedule_targets.report.target(payload={"report": "q"})
+    schedules.create(SCOPE, "q", schedules.Every(timedelta(minutes=10)), target)
+    return ScheduleDefinition.objects.get(scope_id=SCOPE, schedule_id="q").pk
