@@ -135,6 +135,11 @@ SELECT guard.ok, occ.schedule_id, occ.id, work.work_id IS NOT NULL
 -- history rows, each part with its single-schedule guard. A null value skips that part for
 -- that schedule. Returns, per part, the schedule ids it matched; the caller compares them
 -- with what it asked for and raises on any difference (rolling the whole batch back).
+-- "= ANY (ARRAY(SELECT schedule_id FROM steps))" repeats the join key as an index condition:
+-- the planner cannot see how many rows jsonb_to_recordset yields (it assumes 100) and joined
+-- the steps to a sequential scan of every definition and every dispatch row, which at 10,000
+-- schedules was 6 of the statement's 8 ms (EXPLAIN ANALYZE, docs/benchmarks.md "Batched
+-- schedule passes"); as an array it becomes an index scan of the batch's keys.
 WITH steps AS (
     SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb)
            AS s(schedule_id text, revision bigint, old_cursor timestamptz,
@@ -147,6 +152,7 @@ WITH steps AS (
       FROM steps s
      WHERE s.new_cursor IS NOT NULL
        AND d.scope_id = %(scope_id)s::text AND d.schedule_id = s.schedule_id
+       AND d.schedule_id = ANY (ARRAY(SELECT schedule_id FROM steps))
        AND d.revision = s.revision AND d.state = 'active'
        AND d.cursor_utc = s.old_cursor AND s.new_cursor > d.cursor_utc
     RETURNING d.schedule_id
@@ -166,6 +172,7 @@ WITH steps AS (
            dispatch_revision = x.dispatch_revision + 1
       FROM steps s
      WHERE x.scope_routing_id = %(routing_id)s AND x.schedule_id = s.schedule_id
+       AND x.schedule_id = ANY (ARRAY(SELECT schedule_id FROM steps))
        AND x.lease_owner = %(lease_owner)s::text AND x.dispatch_revision = s.dispatch_revision
     RETURNING x.schedule_id
 ), history AS (
