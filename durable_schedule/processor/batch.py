@@ -30,7 +30,6 @@ Failure isolation (docs/reliability.md "Batches"):
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -98,6 +97,8 @@ class _Item:
     decision: Decision | None = None
     identity: OccurrenceIdentity | None = None
     bridged: Any = None
+    spec_text: str | None = None
+    target_text: str | None = None
 
     @property
     def schedule_id(self) -> str:
@@ -147,6 +148,10 @@ class _Batch:
         found = run_batch(cur, "lock_definitions",
                           {"scope_id": scope_id, "schedule_ids": ids}).fetchall()
         defs = {row[21]: records._definition(scope_id, row[21], row) for row in found}
+        # The stored spec and target texts (jsonb output: equal values, equal text): schedules
+        # of one spec share its validated spec, schedules of one target their Work template.
+        texts = {row[21]: (row[13], row[15]) for row in found}
+        specs: dict[tuple, Any] = {}
         found = run_batch(cur, "lock_claimed_dispatches",
                           {"routing_id": self.routing_id, "schedule_ids": ids}).fetchall()
         leases = {row[0]: (row[1], row[2]) for row in found}
@@ -167,8 +172,9 @@ class _Batch:
             elif _fence_mismatch(d, fences) is not None:
                 rare.append(item)  # the step suspends it, with its evidence
             else:
+                item.spec_text, item.target_text = texts[c.schedule_id]
                 try:
-                    item.spec = d.spec()
+                    item.spec = _spec(d, item.spec_text, specs)
                     fenced = generation_fence(item.spec, d.cursor_utc)
                 except Exception:  # noqa: BLE001 - evaluated alone, where it is quarantined
                     self.result.deferred.append(c)
@@ -244,7 +250,8 @@ class _Batch:
             d, dec = item.d, item.decision
             item.identity = OccurrenceIdentity(scope_id, d.schedule_id, d.generation,
                                                dec.action, dec.first)
-            works.add(item.schedule_id, item.identity, dec.last, d.target_json)
+            works.add(item.schedule_id, item.identity, dec.last, d.target_json,
+                      key=item.target_text)
         fresh = works.bridge() if works else {}
         if fresh:
             barrier(SCHEDULE_WORK_AFTER_ACCEPTANCE)
@@ -319,8 +326,7 @@ class _Batch:
 
 
 def _finish_row(step: dict[str, Any]) -> dict[str, Any]:
-    """One row of "finish steps"; the history detail is the JSON value ``records.to_json``
-    would write as text."""
+    """One row of "finish steps"."""
     link = step["link"]
     return {
         "schedule_id": step["schedule_id"], "revision": step["revision"],
@@ -331,6 +337,19 @@ def _finish_row(step: dict[str, Any]) -> dict[str, Any]:
         "idempotency_key": None if link is None else link[1].idempotency_key,
         "dispatch_revision": step["claim"].dispatch_revision, "due_at": step["due"],
         "generation": step["generation"], "event": step["event"],
-        "detail": None if step["detail"] is None else json.loads(
-            records.to_json(step["detail"])),
+        # The detail nested as it is: rows_json writes the same JSON value records.to_json
+        # would (one encoding per row instead of three).
+        "detail": step["detail"],
     }
+
+
+def _spec(d: Definition, spec_text: str | None, cache: dict[tuple, Any]) -> Any:
+    """``d.spec()``, validated once per distinct stored spec of the batch: the strict rebuild
+    is a pure function of (kind, evaluator version, stored spec), and a spec is immutable."""
+    if d.kind is None or spec_text is None:
+        return d.spec()  # raises: the generation row is missing
+    key = (d.kind, d.evaluator_version, spec_text)
+    spec = cache.get(key)
+    if spec is None:
+        spec = cache[key] = d.spec()
+    return spec

@@ -115,9 +115,12 @@ class WorkBatch:
         return bool(self._pending)
 
     def add(self, schedule_id: str, identity: OccurrenceIdentity, last: datetime,
-            target_json: Any) -> None:
-        """Queue a new occurrence ``identity`` (range up to ``last``) and its Work."""
-        key = json.dumps(target_json, sort_keys=True, separators=(",", ":"))
+            target_json: Any, *, key: str | None = None) -> None:
+        """Queue a new occurrence ``identity`` (range up to ``last``) and its Work. ``key``:
+        the stored target's text when the caller has it (jsonb output: equal targets, equal
+        text), else the target's canonical JSON."""
+        if key is None:
+            key = json.dumps(target_json, sort_keys=True, separators=(",", ":"))
         template = self._templates.get(key)
         if template is None:
             template = self._templates[key] = _Template(WorkTarget.from_json(target_json),
