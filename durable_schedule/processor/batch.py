@@ -97,6 +97,7 @@ class _Item:
     decision: Decision | None = None
     identity: OccurrenceIdentity | None = None
     bridged: Any = None
+    lease: tuple[str | None, int] | None = None  # the dispatch row's (lease owner, revision)
     spec_text: str | None = None
     target_text: str | None = None
 
@@ -144,35 +145,23 @@ class _Batch:
             raise SchemaBelowFloor(f"database schema {fences.schema_version} (floor "
                                    f"{fences.compatibility_floor}) does not fit this code "
                                    f"(needs {REQUIRED_SCHEMA}, is {SCHEMA_VERSION})")
-        ids = sorted(i.schedule_id for i in self.items)
-        found = run_batch(cur, "lock_definitions",
-                          {"scope_id": scope_id, "schedule_ids": ids}).fetchall()
-        defs = {row[21]: records._definition(scope_id, row[21], row) for row in found}
-        # The stored spec and target texts (jsonb output: equal values, equal text): schedules
-        # of one spec share its validated spec, schedules of one target their Work template.
-        texts = {row[21]: (row[13], row[15]) for row in found}
+        self._lock(self.items)
         specs: dict[tuple, Any] = {}
-        found = run_batch(cur, "lock_claimed_dispatches",
-                          {"routing_id": self.routing_id, "schedule_ids": ids}).fetchall()
-        leases = {row[0]: (row[1], row[2]) for row in found}
         released: list[_Item] = []  # no-op: lease released, nothing else written
         active: list[_Item] = []
         rare: list[_Item] = []
         for item in self.items:
-            c = item.claim
-            lease = leases.get(c.schedule_id)
+            c, lease, d = item.claim, item.lease, item.d
             base = self._base(c)
             if lease is None or lease[0] != self.owner or lease[1] != c.dispatch_revision:
                 self.result.outcomes[c] = ScheduleOutcome(**base, action="superseded")
                 continue
-            item.d = d = defs.get(c.schedule_id)
             if d is None or d.state != "active":
                 self._record(c, ScheduleOutcome(**base, action="noop"), False)
                 released.append(item)
             elif _fence_mismatch(d, fences) is not None:
                 rare.append(item)  # the step suspends it, with its evidence
             else:
-                item.spec_text, item.target_text = texts[c.schedule_id]
                 try:
                     item.spec = _spec(d, item.spec_text, specs)
                     fenced = generation_fence(item.spec, d.cursor_utc)
@@ -181,7 +170,6 @@ class _Batch:
                     continue
                 # A fenced generation (cron time-zone rules changed): the step suspends it.
                 (active if fenced is None else rare).append(item)
-        self._lock_slots(active)
         fast: list[_Item] = []
         for item in active:
             try:
@@ -202,21 +190,31 @@ class _Batch:
         return {"routing_id": c.routing_id, "scope_id": self.scope_id,
                 "schedule_id": c.schedule_id}
 
-    def _lock_slots(self, active: list[_Item]) -> None:
-        """Slots (the latest linked Work, FOR SHARE), then pending coalesced occurrences (FOR
-        UPDATE): the single step's order, for every evaluated schedule at once."""
-        if not active:
-            return
-        ids = sorted(i.schedule_id for i in active)
-        params = {"scope_id": self.scope_id, "schedule_ids": ids}
-        slots = run_batch(self.cur, "lock_slots", params).fetchall()
-        occupied = {row[0]: row[1] for row in slots if row[2] not in TERMINAL_WORK_STATES}
-        pending = {}
-        for row in run_batch(self.cur, "lock_pending_coalesced", params).fetchall():
-            pending[row[0]] = _Pending(*row[1:])
-        for item in active:
-            item.occupant = occupied.get(item.schedule_id)
-            item.pending = pending.get(item.schedule_id)
+    def _lock(self, items: list[_Item]) -> None:
+        """Every lock the batch takes before it decides, in one statement ("lock batch"): per
+        claimed schedule, in schedule_id order, its definition FOR UPDATE, its dispatch row
+        FOR UPDATE and, for a claim still ours on an active definition, its slot (the latest
+        linked Work, FOR SHARE) and its pending coalesced occurrence (FOR UPDATE): the single
+        step's order, schedule after schedule."""
+        ordered = sorted(items, key=lambda i: i.schedule_id)
+        rows = run_batch(self.cur, "lock_batch", {
+            "scope_id": self.scope_id, "routing_id": self.routing_id, "lease_owner": self.owner,
+            "schedule_ids": [i.schedule_id for i in ordered],
+            "revisions": [i.claim.dispatch_revision for i in ordered]}).fetchall()
+        if [row[0] for row in rows] != [i.schedule_id for i in ordered]:
+            raise BatchAbandoned("the batch's locking read returned other rows than its claims")
+        for item, row in zip(ordered, rows, strict=True):
+            if row[1] is not None:
+                item.d = records._definition(self.scope_id, item.schedule_id, row[1:32])
+                # The stored spec and target texts (jsonb output: equal values, equal text):
+                # schedules of one spec share its validated spec, of one target a Work template.
+                item.spec_text, item.target_text = row[14], row[16]
+            if row[33] is not None:
+                item.lease = (row[32], row[33])
+            if row[34] is not None and row[35] not in TERMINAL_WORK_STATES:
+                item.occupant = row[34]
+            if row[36] is not None:
+                item.pending = _Pending(*row[36:40])
 
     def _evaluate(self, item: _Item) -> Decision:
         d, pending = item.d, item.pending

@@ -11,56 +11,84 @@
 -- input function, as a bound parameter would): one parameter instead of a dozen arrays, which
 -- the driver would otherwise encode element by element in Python. "n" is the row's position.
 --
--- Lock order is the single-schedule order, applied to the whole batch step by step: fences
--- (the caller reuses "lock fences"), then definitions, then dispatch rows, then the slot Work,
--- then occurrences; within a step existing rows are locked in schedule_id order, so two
--- batches that overlap (a lease takeover) lock in the same order and cannot deadlock each
--- other. New rows are inserted in claim order (due time), as one pass per schedule would.
+-- Lock order is the single-schedule order: fences (the caller reuses "lock fences"), then per
+-- schedule, in schedule_id order, definition, dispatch row, slot Work and pending occurrence
+-- ("lock batch"), so two batches that overlap (a lease takeover) lock in the same order and
+-- cannot deadlock each other. New rows are inserted in claim order (due time), as one pass
+-- per schedule would.
 
--- name: lock definitions -- the batch's definitions FOR UPDATE, with their active generations.
-SELECT d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_generation,
-       d.cursor_utc, d.suspension_reason, d.suspension_evidence::text, d.suspended_at,
-       d.created_at, d.updated_at,
-       g.kind, g.spec::text, g.accepted_at_utc, g.target::text, g.overlap_policy,
-       g.misfire_policy, g.safety_window, g.evaluator_version, g.created_by, d.schedule_id,
-       d.paused_at, d.paused_by, d.pause_note, d.resumed_at, d.missed::text, g.start_at,
-       g.end_at, g.max_runs, g.jitter
-  FROM durable_schedule_definition d
-  LEFT JOIN durable_schedule_generation g
-    ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id
-   AND g.generation = d.active_generation
- WHERE d.scope_id = %(scope_id)s AND d.schedule_id = ANY (%(schedule_ids)s::text[])
- ORDER BY d.schedule_id
-   FOR UPDATE OF d
-
--- name: lock claimed dispatches -- the claimed rows FOR UPDATE: which still carry our lease?
-SELECT schedule_id, lease_owner, dispatch_revision
-  FROM durable_schedule_dispatch
- WHERE scope_routing_id = %(routing_id)s AND schedule_id = ANY (%(schedule_ids)s::text[])
- ORDER BY schedule_id
-   FOR UPDATE
-
--- name: lock slots -- per schedule, the Work of its latest linked occurrence, FOR SHARE
--- ("lock slot" in schedule_queries.sql, for every schedule of the batch at once).
-SELECT s.schedule_id, w.work_id, w.state
-  FROM unnest(%(schedule_ids)s::text[]) AS s(schedule_id)
- CROSS JOIN LATERAL (
-        SELECT x.scope_id, x.work_id FROM durable_schedule_occurrence x
-         WHERE x.scope_id = %(scope_id)s AND x.schedule_id = s.schedule_id
-           AND x.work_id IS NOT NULL
-         ORDER BY x.id DESC
-         LIMIT 1) o
-  JOIN durable_work w ON w.scope_id = o.scope_id AND w.work_id = o.work_id
- ORDER BY s.schedule_id
-   FOR SHARE OF w
-
--- name: lock pending coalesced -- every pending coalesced occurrence of the batch, FOR UPDATE.
-SELECT schedule_id, id, generation, first_nominal_utc, last_nominal_utc
-  FROM durable_schedule_occurrence
- WHERE scope_id = %(scope_id)s AND schedule_id = ANY (%(schedule_ids)s::text[])
-   AND kind = 'coalesced' AND state = 'pending'
- ORDER BY schedule_id
-   FOR UPDATE
+-- name: lock batch -- every lock a pass of its own takes before it decides, for the whole batch
+-- in one statement: per claimed schedule, in schedule_id order (the caller sorts the ids), its
+-- definition with the active generation FOR UPDATE ("lock definition"), its dispatch row FOR
+-- UPDATE (which claims still carry our lease?), then -- only for a claim still ours on an active
+-- definition -- the Work of its latest linked occurrence FOR SHARE ("lock slot") and its
+-- pending coalesced occurrence FOR UPDATE ("lock pending coalesced"). One row per claimed id;
+-- a part that matched nothing is null. Each part is a LATERAL subquery with its own locking
+-- clause, so it runs once per schedule in a nested loop, after the parts it references; each
+-- part references the one before it (where it needs no column of it, "(v IS NULL OR v IS NOT
+-- NULL)": always true, and unlike coalesce() it keeps the key an index condition under
+-- row-level security), so a schedule's rows are locked in the single step's order
+-- (definition, dispatch row, slot Work, occurrence) and the schedules one after the other in
+-- schedule_id order. Two batches
+-- that overlap (a lease takeover) take their locks in the same total order and cannot
+-- deadlock each other. (A claim whose generation turns out fenced or unevaluable had its slot
+-- and pending rows locked too; the single step, which the batch runs for it, would not have:
+-- a few more share locks held until the batch commits, on rows nothing else in the batch
+-- writes.)
+SELECT c.schedule_id,
+       d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_generation,
+       d.cursor_utc, d.suspension_reason, d.suspension_evidence, d.suspended_at,
+       d.created_at, d.updated_at, d.kind, d.spec, d.accepted_at_utc, d.target,
+       d.overlap_policy, d.misfire_policy, d.safety_window, d.evaluator_version, d.created_by,
+       d.schedule_id, d.paused_at, d.paused_by, d.pause_note, d.resumed_at, d.missed,
+       d.start_at, d.end_at, d.max_runs, d.jitter,
+       x.lease_owner, x.dispatch_revision,
+       s.work_id, s.state,
+       p.id, p.generation, p.first_nominal_utc, p.last_nominal_utc
+  FROM unnest(%(schedule_ids)s::text[], %(revisions)s::bigint[]) WITH ORDINALITY
+       AS c(schedule_id, revision, n)
+  LEFT JOIN LATERAL (
+        SELECT d.id, d.state, d.revision, d.active_generation, d.runtime_epoch,
+               d.scope_generation, d.cursor_utc, d.suspension_reason,
+               d.suspension_evidence::text AS suspension_evidence, d.suspended_at,
+               d.created_at, d.updated_at, g.kind, g.spec::text AS spec, g.accepted_at_utc,
+               g.target::text AS target, g.overlap_policy, g.misfire_policy, g.safety_window,
+               g.evaluator_version, g.created_by, d.schedule_id, d.paused_at, d.paused_by,
+               d.pause_note, d.resumed_at, d.missed::text AS missed, g.start_at, g.end_at,
+               g.max_runs, g.jitter
+          FROM durable_schedule_definition d
+          LEFT JOIN durable_schedule_generation g
+            ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id
+           AND g.generation = d.active_generation
+         WHERE d.scope_id = %(scope_id)s AND d.schedule_id = c.schedule_id
+           FOR UPDATE OF d) d ON true
+  LEFT JOIN LATERAL (
+        SELECT x.lease_owner, x.dispatch_revision
+          FROM durable_schedule_dispatch x
+         WHERE x.scope_routing_id = %(routing_id)s AND x.schedule_id = c.schedule_id
+           AND (d.id IS NULL OR d.id IS NOT NULL)  -- after the definition part
+           FOR UPDATE) x ON true
+  LEFT JOIN LATERAL (
+        SELECT w.work_id, w.state
+          FROM (SELECT o.scope_id, o.work_id FROM durable_schedule_occurrence o
+                 WHERE o.scope_id = %(scope_id)s AND o.schedule_id = d.schedule_id
+                   AND o.work_id IS NOT NULL
+                 ORDER BY o.id DESC
+                 LIMIT 1) o
+          JOIN durable_work w ON w.scope_id = o.scope_id AND w.work_id = o.work_id
+         WHERE d.state = 'active' AND x.lease_owner = %(lease_owner)s::text
+           AND x.dispatch_revision = c.revision
+           FOR SHARE OF w) s ON true
+  LEFT JOIN LATERAL (
+        SELECT p.id, p.generation, p.first_nominal_utc, p.last_nominal_utc
+          FROM durable_schedule_occurrence p
+         WHERE p.scope_id = %(scope_id)s AND p.schedule_id = d.schedule_id
+           AND p.kind = 'coalesced' AND p.state = 'pending'
+           AND d.state = 'active' AND x.lease_owner = %(lease_owner)s::text
+           AND x.dispatch_revision = c.revision
+           AND (s.work_id IS NULL OR s.work_id IS NOT NULL)  -- after the slot part
+           FOR UPDATE) p ON true
+ ORDER BY c.n
 
 -- name: bridge occurrences -- the batch's new nominal and recovery occurrences and their Work
 -- in one statement: each occurrence identity inserted already linked to the Work identity
