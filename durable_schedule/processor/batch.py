@@ -30,6 +30,7 @@ Failure isolation (docs/reliability.md "Batches"):
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -203,9 +204,17 @@ class _Batch:
             "revisions": [i.claim.dispatch_revision for i in ordered]}).fetchall()
         if [row[0] for row in rows] != [i.schedule_id for i in ordered]:
             raise BatchAbandoned("the batch's locking read returned other rows than its claims")
+        parsed: dict[str | None, Any] = {}
+
+        def shared_json(text: str | None) -> Any:
+            if text not in parsed:
+                parsed[text] = None if text is None else json.loads(text)
+            return parsed[text]
+
         for item, row in zip(ordered, rows, strict=True):
             if row[1] is not None:
-                item.d = records._definition(self.scope_id, item.schedule_id, row[1:32])
+                item.d = records._definition(self.scope_id, item.schedule_id, row[1:32],
+                                             generation_json=shared_json)
                 # The stored spec and target texts (jsonb output: equal values, equal text):
                 # schedules of one spec share its validated spec, of one target a Work template.
                 item.spec_text, item.target_text = row[14], row[16]
