@@ -3,8 +3,9 @@
 
 The single-schedule step (``step.py``) spends about nine statements and a commit on every
 schedule. Here the claimed schedules of one scope share one ``routed`` transaction and each
-step of the protocol is one multi-row statement for all of them: fences, definitions, claimed
-dispatch rows, slots, pending coalesced occurrences, occurrence inserts, Work acceptance and
+step of the protocol is one multi-row statement for all of them: fences, one locking read
+(definitions, claimed dispatch rows, slots and pending coalesced occurrences, schedule after
+schedule in the single step's lock order), occurrence inserts with their Work acceptance, and
 the closing write (cursor moves, Work links, dispatch releases, history). Each schedule's
 decision is :func:`evaluate_generation` on exactly the rows a pass of its own would lock, and
 every multi-row write carries the single-schedule guard per row and reports which rows it

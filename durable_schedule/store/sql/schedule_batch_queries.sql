@@ -31,10 +31,10 @@
 -- (definition, dispatch row, slot Work, occurrence) and the schedules one after the other in
 -- schedule_id order. Two batches
 -- that overlap (a lease takeover) take their locks in the same total order and cannot
--- deadlock each other. (A claim whose generation turns out fenced or unevaluable had its slot
--- and pending rows locked too; the single step, which the batch runs for it, would not have:
--- a few more share locks held until the batch commits, on rows nothing else in the batch
--- writes.)
+-- deadlock each other. (A claim the processor then hands to the single step or defers -- a
+-- fence mismatch, a fenced or unevaluable generation -- had its slot and pending rows locked
+-- too, which its single step would not have done: a few more locks, in the same order, held
+-- until the batch commits.)
 SELECT c.schedule_id,
        d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_generation,
        d.cursor_utc, d.suspension_reason, d.suspension_evidence, d.suspended_at,
