@@ -3,8 +3,9 @@
 
 The single-schedule step (``step.py``) spends about nine statements and a commit on every
 schedule. Here the claimed schedules of one scope share one ``routed`` transaction and each
-step of the protocol is one multi-row statement for all of them: fences, definitions, claimed
-dispatch rows, slots, pending coalesced occurrences, occurrence inserts, Work acceptance and
+step of the protocol is one multi-row statement for all of them: fences, one locking read
+(definitions, claimed dispatch rows, slots and pending coalesced occurrences, schedule after
+schedule in the single step's lock order), occurrence inserts with their Work acceptance, and
 the closing write (cursor moves, Work links, dispatch releases, history). Each schedule's
 decision is :func:`evaluate_generation` on exactly the rows a pass of its own would lock, and
 every multi-row write carries the single-schedule guard per row and reports which rows it
@@ -98,6 +99,9 @@ class _Item:
     decision: Decision | None = None
     identity: OccurrenceIdentity | None = None
     bridged: Any = None
+    lease: tuple[str | None, int] | None = None  # the dispatch row's (lease owner, revision)
+    spec_text: str | None = None
+    target_text: str | None = None
 
     @property
     def schedule_id(self) -> str:
@@ -143,24 +147,17 @@ class _Batch:
             raise SchemaBelowFloor(f"database schema {fences.schema_version} (floor "
                                    f"{fences.compatibility_floor}) does not fit this code "
                                    f"(needs {REQUIRED_SCHEMA}, is {SCHEMA_VERSION})")
-        ids = sorted(i.schedule_id for i in self.items)
-        found = run_batch(cur, "lock_definitions",
-                          {"scope_id": scope_id, "schedule_ids": ids}).fetchall()
-        defs = {row[21]: records._definition(scope_id, row[21], row) for row in found}
-        found = run_batch(cur, "lock_claimed_dispatches",
-                          {"routing_id": self.routing_id, "schedule_ids": ids}).fetchall()
-        leases = {row[0]: (row[1], row[2]) for row in found}
+        self._lock(self.items)
+        specs: dict[tuple, Any] = {}
         released: list[_Item] = []  # no-op: lease released, nothing else written
         active: list[_Item] = []
         rare: list[_Item] = []
         for item in self.items:
-            c = item.claim
-            lease = leases.get(c.schedule_id)
+            c, lease, d = item.claim, item.lease, item.d
             base = self._base(c)
             if lease is None or lease[0] != self.owner or lease[1] != c.dispatch_revision:
                 self.result.outcomes[c] = ScheduleOutcome(**base, action="superseded")
                 continue
-            item.d = d = defs.get(c.schedule_id)
             if d is None or d.state != "active":
                 self._record(c, ScheduleOutcome(**base, action="noop"), False)
                 released.append(item)
@@ -168,7 +165,7 @@ class _Batch:
                 rare.append(item)  # the step suspends it, with its evidence
             else:
                 try:
-                    item.spec = d.spec()
+                    item.spec = _spec(d, item.spec_text, specs)
                     fenced = generation_fence(item.spec, d.cursor_utc)
                 except Exception:  # noqa: BLE001 - evaluated alone, where it is quarantined
                     self.result.deferred.append(c)
@@ -176,7 +173,6 @@ class _Batch:
                 # A fenced generation (cron time-zone rules changed): the step suspends it.
                 # buffer_all: the step reads and runs its buffered occurrences.
                 (active if fenced is None and d.overlap != "buffer_all" else rare).append(item)
-        self._lock_slots(active)
         fast: list[_Item] = []
         for item in active:
             try:
@@ -197,21 +193,39 @@ class _Batch:
         return {"routing_id": c.routing_id, "scope_id": self.scope_id,
                 "schedule_id": c.schedule_id}
 
-    def _lock_slots(self, active: list[_Item]) -> None:
-        """Slots (the latest linked Work, FOR SHARE), then pending coalesced occurrences (FOR
-        UPDATE): the single step's order, for every evaluated schedule at once."""
-        if not active:
-            return
-        ids = sorted(i.schedule_id for i in active)
-        params = {"scope_id": self.scope_id, "schedule_ids": ids}
-        slots = run_batch(self.cur, "lock_slots", params).fetchall()
-        occupied = {row[0]: row[1] for row in slots if row[2] not in TERMINAL_WORK_STATES}
-        pending = {}
-        for row in run_batch(self.cur, "lock_pending_coalesced", params).fetchall():
-            pending[row[0]] = _Pending(*row[1:])
-        for item in active:
-            item.occupant = occupied.get(item.schedule_id)
-            item.pending = pending.get(item.schedule_id)
+    def _lock(self, items: list[_Item]) -> None:
+        """Every lock the batch takes before it decides, in one statement ("lock batch"): per
+        claimed schedule, in schedule_id order, its definition FOR UPDATE, its dispatch row
+        FOR UPDATE and, for a claim still ours on an active definition, its slot (the latest
+        linked Work, FOR SHARE) and its pending coalesced occurrence (FOR UPDATE): the single
+        step's order, schedule after schedule."""
+        ordered = sorted(items, key=lambda i: i.schedule_id)
+        rows = run_batch(self.cur, "lock_batch", {
+            "scope_id": self.scope_id, "routing_id": self.routing_id, "lease_owner": self.owner,
+            "schedule_ids": [i.schedule_id for i in ordered],
+            "revisions": [i.claim.dispatch_revision for i in ordered]}).fetchall()
+        if [row[0] for row in rows] != [i.schedule_id for i in ordered]:
+            raise BatchAbandoned("the batch's locking read returned other rows than its claims")
+        parsed: dict[str | None, Any] = {}
+
+        def shared_json(text: str | None) -> Any:
+            if text not in parsed:
+                parsed[text] = None if text is None else json.loads(text)
+            return parsed[text]
+
+        for item, row in zip(ordered, rows, strict=True):
+            if row[1] is not None:
+                item.d = records._definition(self.scope_id, item.schedule_id, row[1:32],
+                                             generation_json=shared_json)
+                # The stored spec and target texts (jsonb output: equal values, equal text):
+                # schedules of one spec share its validated spec, of one target a Work template.
+                item.spec_text, item.target_text = row[14], row[16]
+            if row[33] is not None:
+                item.lease = (row[32], row[33])
+            if row[34] is not None and row[35] not in TERMINAL_WORK_STATES:
+                item.occupant = row[34]
+            if row[36] is not None:
+                item.pending = _Pending(*row[36:40])
 
     def _evaluate(self, item: _Item) -> Decision:
         d, pending = item.d, item.pending
@@ -245,7 +259,8 @@ class _Batch:
             d, dec = item.d, item.decision
             item.identity = OccurrenceIdentity(scope_id, d.schedule_id, d.generation,
                                                dec.action, dec.first)
-            works.add(item.schedule_id, item.identity, dec.last, d.target_json)
+            works.add(item.schedule_id, item.identity, dec.last, d.target_json,
+                      key=item.target_text)
         fresh = works.bridge() if works else {}
         if fresh:
             barrier(SCHEDULE_WORK_AFTER_ACCEPTANCE)
@@ -320,8 +335,7 @@ class _Batch:
 
 
 def _finish_row(step: dict[str, Any]) -> dict[str, Any]:
-    """One row of "finish steps"; the history detail is the JSON value ``records.to_json``
-    would write as text."""
+    """One row of "finish steps"."""
     link = step["link"]
     return {
         "schedule_id": step["schedule_id"], "revision": step["revision"],
@@ -332,6 +346,19 @@ def _finish_row(step: dict[str, Any]) -> dict[str, Any]:
         "idempotency_key": None if link is None else link[1].idempotency_key,
         "dispatch_revision": step["claim"].dispatch_revision, "due_at": step["due"],
         "generation": step["generation"], "event": step["event"],
-        "detail": None if step["detail"] is None else json.loads(
-            records.to_json(step["detail"])),
+        # The detail nested as it is: rows_json writes the same JSON value records.to_json
+        # would (one encoding per row instead of three).
+        "detail": step["detail"],
     }
+
+
+def _spec(d: Definition, spec_text: str | None, cache: dict[tuple, Any]) -> Any:
+    """``d.spec()``, validated once per distinct stored spec of the batch: the strict rebuild
+    is a pure function of (kind, evaluator version, stored spec), and a spec is immutable."""
+    if d.kind is None or spec_text is None:
+        return d.spec()  # raises: the generation row is missing
+    key = (d.kind, d.evaluator_version, spec_text)
+    spec = cache.get(key)
+    if spec is None:
+        spec = cache[key] = d.spec()
+    return spec

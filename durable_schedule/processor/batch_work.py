@@ -61,17 +61,20 @@ class _Template:
     """What every Work request built from one target in one batch shares: the target's
     validated request and the values ``accept_in_scope`` would bind for it. Only the identity
     (work id, command, idempotency key) differs between its occurrences, and the fingerprint
-    does not cover it, so one template request stands for all of them."""
+    does not cover it, so one template request stands for all of them, and is sent once per
+    batch (``number``: its position in the statement's "templates")."""
 
-    def __init__(self, target: WorkTarget, now: datetime) -> None:
-        self.target, self.now = target, now
+    def __init__(self, target: WorkTarget, now: datetime, number: int) -> None:
+        self.target, self.now, self.number = target, now, number
         probe = target.to_request(command_id="probe", idempotency_key="probe",
                                   work_id=uuid.uuid4(), accepted_base=now)
         fp = probe.fingerprint
         plan = None if probe.policy is None or probe.policy.plan is None else probe.policy.plan
-        self.work_name, self.work_version = probe.work_name, probe.work_version
-        self.fingerprint_schema = fp.schema
+        # One row of "templates" in "bridge occurrences": the values accept_in_scope binds
+        # for every request of this target (work/enqueue.py); the statement builds each
+        # occurrence's accepted history detail from them and the row's identity.
         self.row = {
+            "t": number,
             "work_name": probe.work_name,
             "work_version": probe.work_version,
             "payload": json.loads(codec.canonical_json(probe.payload)),
@@ -91,22 +94,6 @@ class _Template:
         return self.target.to_request(
             command_id=derived.command, idempotency_key=derived.idempotency_key,
             work_id=derived.work_id, accepted_base=self.now)
-
-    def row_for(self, n: int, derived: WorkLink) -> dict[str, Any]:
-        """The values ``accept_in_scope`` binds for this occurrence's request (work/enqueue.py),
-        as one row of "bridge occurrences"; the history detail gets its source occurrence id
-        in the statement, which creates it."""
-        return {
-            **self.row, "n": n, "work_id": derived.work_id, "command_id": derived.command,
-            "idempotency_key": derived.idempotency_key,
-            "detail": {
-                "command_id": derived.command,
-                "idempotency_key": derived.idempotency_key,
-                "work_name": self.work_name,
-                "work_version": self.work_version,
-                "fingerprint_schema": self.fingerprint_schema,
-            },
-        }
 
 
 class BatchAbandoned(Exception):  # noqa: N818 - an internal signal, never leaves the processor
@@ -128,13 +115,16 @@ class WorkBatch:
         return bool(self._pending)
 
     def add(self, schedule_id: str, identity: OccurrenceIdentity, last: datetime,
-            target_json: Any) -> None:
-        """Queue a new occurrence ``identity`` (range up to ``last``) and its Work."""
-        key = json.dumps(target_json, sort_keys=True, separators=(",", ":"))
+            target_json: Any, *, key: str | None = None) -> None:
+        """Queue a new occurrence ``identity`` (range up to ``last``) and its Work. ``key``:
+        the stored target's text when the caller has it (jsonb output: equal targets, equal
+        text), else the target's canonical JSON."""
+        if key is None:
+            key = json.dumps(target_json, sort_keys=True, separators=(",", ":"))
         template = self._templates.get(key)
         if template is None:
             template = self._templates[key] = _Template(WorkTarget.from_json(target_json),
-                                                        self.now)
+                                                        self.now, len(self._templates))
         self._pending.append((schedule_id, identity, last, derive_link(identity), template))
 
     def bridge(self) -> dict[str, tuple[int, Bridged]]:
@@ -143,11 +133,14 @@ class WorkBatch:
         it inserted; one that existed already is absent (the caller bridges it alone)."""
         rows = []
         for n, (schedule_id, identity, last, derived, template) in enumerate(self._pending):
-            rows.append({**template.row_for(n, derived), "schedule_id": schedule_id,
+            rows.append({"n": n, "t": template.number, "schedule_id": schedule_id,
                          "generation": identity.generation, "kind": identity.kind,
-                         "first": identity.first_nominal_utc, "last": last})
+                         "first": identity.first_nominal_utc, "last": last,
+                         "work_id": derived.work_id, "command_id": derived.command,
+                         "idempotency_key": derived.idempotency_key})
         got = run_batch(self.cur, "bridge_occurrences", {
-            "scope_id": self.scope_id, "now": self.now, "rows": rows_json(rows)}).fetchall()
+            "scope_id": self.scope_id, "now": self.now, "rows": rows_json(rows),
+            "templates": rows_json([t.row for t in self._templates.values()])}).fetchall()
         if not got or not got[0][0]:
             # Not the runtime role in this scope: the single bridge raises the precise error.
             raise BatchAbandoned("the batch's Work bridge does not run as the runtime in scope")

@@ -30,6 +30,7 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from durable_schedule.barriers import SCHEDULE_WORK_AFTER_ACCEPTANCE, barrier
@@ -63,7 +64,7 @@ class OccurrenceIdentity:
     #: would otherwise read in a statement of its own. Not part of the identity.
     fresh_proof: tuple[str, str | None] | None = field(default=None, compare=False)
 
-    @property
+    @cached_property  # read three times per new occurrence (link, command, history detail)
     def first_iso(self) -> str:
         return self.first_nominal_utc.astimezone(UTC).isoformat(timespec="microseconds")
 

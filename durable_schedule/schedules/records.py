@@ -98,13 +98,18 @@ class Definition:
         return spec_from_json(self.kind, self.spec_json, self.evaluator_version)
 
 
-def _definition(scope_id: str, schedule_id: str, row) -> Definition:
+def _definition(scope_id: str, schedule_id: str, row, *, generation_json=None) -> Definition:
+    """``generation_json``: how to parse the generation's spec and target texts (default
+    ``json.loads``); the batched pass shares one parse between the schedules of one spec or
+    target (the values are read, never mutated)."""
+    generation_json = generation_json or _from_json
     return Definition(
         id=row[0], scope_id=scope_id, schedule_id=schedule_id, state=row[1], revision=row[2],
         generation=row[3], runtime_epoch=row[4], scope_generation=row[5], cursor_utc=row[6],
         suspension_reason=row[7], suspension_evidence=_from_json(row[8]), suspended_at=row[9],
-        created_at=row[10], updated_at=row[11], kind=row[12], spec_json=_from_json(row[13]),
-        accepted_at_utc=row[14], target_json=_from_json(row[15]), overlap=row[16],
+        created_at=row[10], updated_at=row[11], kind=row[12],
+        spec_json=generation_json(row[13]), accepted_at_utc=row[14],
+        target_json=generation_json(row[15]), overlap=row[16],
         misfire=row[17], safety_window=row[18], evaluator_version=row[19], created_by=row[20],
         paused_at=row[22], paused_by=row[23], pause_note=row[24], resumed_at=row[25],
         missed=_from_json(row[26]) or {}, start_at=row[27], end_at=row[28], max_runs=row[29],

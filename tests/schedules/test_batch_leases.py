@@ -28,14 +28,14 @@ def test_lease_expiring_mid_batch__a_takeover_claims_exactly_the_rows_the_batch_
     committed_clock.set(T0 + HOUR)
 
     locked, resume = threading.Event(), threading.Event()
-    real = batch_module._Batch._lock_slots
+    real = batch_module._Batch._lock
 
-    def pausing(self, active):
-        real(self, active)  # definitions, dispatch rows and slots of the batch are locked
+    def pausing(self, items):
+        real(self, items)  # definitions, dispatch rows and slots of the batch are locked
         locked.set()
         resume.wait(30)
 
-    monkeypatch.setattr(batch_module._Batch, "_lock_slots", pausing)
+    monkeypatch.setattr(batch_module._Batch, "_lock", pausing)
     results: dict = {}
 
     def holder():

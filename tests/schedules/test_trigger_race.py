@@ -52,9 +52,10 @@ def test_race__work_finishing_while_a_pass_holds_the_slot_still_requeues(
     rows("update durable_schedule_dispatch set due_at = '-infinity' returning 1")
 
     slot_read, resume = threading.Event(), threading.Event()
-    # The single step reads one slot; the batched pass reads the slots of its batch at once.
+    # The single step reads one slot; the batched pass locks the rows of its batch (slots
+    # included) in one read.
     owner, name = (step_module, "_lock_slot") if path == "alone" else \
-        (batch_module._Batch, "_lock_slots")
+        (batch_module._Batch, "_lock")
     real_lock_slot = getattr(owner, name)
 
     def pausing_lock_slot(*args):

@@ -11,56 +11,84 @@
 -- input function, as a bound parameter would): one parameter instead of a dozen arrays, which
 -- the driver would otherwise encode element by element in Python. "n" is the row's position.
 --
--- Lock order is the single-schedule order, applied to the whole batch step by step: fences
--- (the caller reuses "lock fences"), then definitions, then dispatch rows, then the slot Work,
--- then occurrences; within a step existing rows are locked in schedule_id order, so two
--- batches that overlap (a lease takeover) lock in the same order and cannot deadlock each
--- other. New rows are inserted in claim order (due time), as one pass per schedule would.
+-- Lock order is the single-schedule order: fences (the caller reuses "lock fences"), then per
+-- schedule, in schedule_id order, definition, dispatch row, slot Work and pending occurrence
+-- ("lock batch"), so two batches that overlap (a lease takeover) lock in the same order and
+-- cannot deadlock each other. New rows are inserted in claim order (due time), as one pass
+-- per schedule would.
 
--- name: lock definitions -- the batch's definitions FOR UPDATE, with their active generations.
-SELECT d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_generation,
-       d.cursor_utc, d.suspension_reason, d.suspension_evidence::text, d.suspended_at,
-       d.created_at, d.updated_at,
-       g.kind, g.spec::text, g.accepted_at_utc, g.target::text, g.overlap_policy,
-       g.misfire_policy, g.safety_window, g.evaluator_version, g.created_by, d.schedule_id,
-       d.paused_at, d.paused_by, d.pause_note, d.resumed_at, d.missed::text, g.start_at,
-       g.end_at, g.max_runs, g.jitter
-  FROM durable_schedule_definition d
-  LEFT JOIN durable_schedule_generation g
-    ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id
-   AND g.generation = d.active_generation
- WHERE d.scope_id = %(scope_id)s AND d.schedule_id = ANY (%(schedule_ids)s::text[])
- ORDER BY d.schedule_id
-   FOR UPDATE OF d
-
--- name: lock claimed dispatches -- the claimed rows FOR UPDATE: which still carry our lease?
-SELECT schedule_id, lease_owner, dispatch_revision
-  FROM durable_schedule_dispatch
- WHERE scope_routing_id = %(routing_id)s AND schedule_id = ANY (%(schedule_ids)s::text[])
- ORDER BY schedule_id
-   FOR UPDATE
-
--- name: lock slots -- per schedule, the Work of its latest linked occurrence, FOR SHARE
--- ("lock slot" in schedule_queries.sql, for every schedule of the batch at once).
-SELECT s.schedule_id, w.work_id, w.state
-  FROM unnest(%(schedule_ids)s::text[]) AS s(schedule_id)
- CROSS JOIN LATERAL (
-        SELECT x.scope_id, x.work_id FROM durable_schedule_occurrence x
-         WHERE x.scope_id = %(scope_id)s AND x.schedule_id = s.schedule_id
-           AND x.work_id IS NOT NULL
-         ORDER BY x.id DESC
-         LIMIT 1) o
-  JOIN durable_work w ON w.scope_id = o.scope_id AND w.work_id = o.work_id
- ORDER BY s.schedule_id
-   FOR SHARE OF w
-
--- name: lock pending coalesced -- every pending coalesced occurrence of the batch, FOR UPDATE.
-SELECT schedule_id, id, generation, first_nominal_utc, last_nominal_utc
-  FROM durable_schedule_occurrence
- WHERE scope_id = %(scope_id)s AND schedule_id = ANY (%(schedule_ids)s::text[])
-   AND kind = 'coalesced' AND state = 'pending'
- ORDER BY schedule_id
-   FOR UPDATE
+-- name: lock batch -- every lock a pass of its own takes before it decides, for the whole batch
+-- in one statement: per claimed schedule, in schedule_id order (the caller sorts the ids), its
+-- definition with the active generation FOR UPDATE ("lock definition"), its dispatch row FOR
+-- UPDATE (which claims still carry our lease?), then -- only for a claim still ours on an active
+-- definition -- the Work of its latest linked occurrence FOR SHARE ("lock slot") and its
+-- pending coalesced occurrence FOR UPDATE ("lock pending coalesced"). One row per claimed id;
+-- a part that matched nothing is null. Each part is a LATERAL subquery with its own locking
+-- clause, so it runs once per schedule in a nested loop, after the parts it references; each
+-- part references the one before it (where it needs no column of it, "(v IS NULL OR v IS NOT
+-- NULL)": always true, and unlike coalesce() it keeps the key an index condition under
+-- row-level security), so a schedule's rows are locked in the single step's order
+-- (definition, dispatch row, slot Work, occurrence) and the schedules one after the other in
+-- schedule_id order. Two batches
+-- that overlap (a lease takeover) take their locks in the same total order and cannot
+-- deadlock each other. (A claim the processor then hands to the single step or defers -- a
+-- fence mismatch, a fenced or unevaluable generation -- had its slot and pending rows locked
+-- too, which its single step would not have done: a few more locks, in the same order, held
+-- until the batch commits.)
+SELECT c.schedule_id,
+       d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_generation,
+       d.cursor_utc, d.suspension_reason, d.suspension_evidence, d.suspended_at,
+       d.created_at, d.updated_at, d.kind, d.spec, d.accepted_at_utc, d.target,
+       d.overlap_policy, d.misfire_policy, d.safety_window, d.evaluator_version, d.created_by,
+       d.schedule_id, d.paused_at, d.paused_by, d.pause_note, d.resumed_at, d.missed,
+       d.start_at, d.end_at, d.max_runs, d.jitter,
+       x.lease_owner, x.dispatch_revision,
+       s.work_id, s.state,
+       p.id, p.generation, p.first_nominal_utc, p.last_nominal_utc
+  FROM unnest(%(schedule_ids)s::text[], %(revisions)s::bigint[]) WITH ORDINALITY
+       AS c(schedule_id, revision, n)
+  LEFT JOIN LATERAL (
+        SELECT d.id, d.state, d.revision, d.active_generation, d.runtime_epoch,
+               d.scope_generation, d.cursor_utc, d.suspension_reason,
+               d.suspension_evidence::text AS suspension_evidence, d.suspended_at,
+               d.created_at, d.updated_at, g.kind, g.spec::text AS spec, g.accepted_at_utc,
+               g.target::text AS target, g.overlap_policy, g.misfire_policy, g.safety_window,
+               g.evaluator_version, g.created_by, d.schedule_id, d.paused_at, d.paused_by,
+               d.pause_note, d.resumed_at, d.missed::text AS missed, g.start_at, g.end_at,
+               g.max_runs, g.jitter
+          FROM durable_schedule_definition d
+          LEFT JOIN durable_schedule_generation g
+            ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id
+           AND g.generation = d.active_generation
+         WHERE d.scope_id = %(scope_id)s AND d.schedule_id = c.schedule_id
+           FOR UPDATE OF d) d ON true
+  LEFT JOIN LATERAL (
+        SELECT x.lease_owner, x.dispatch_revision
+          FROM durable_schedule_dispatch x
+         WHERE x.scope_routing_id = %(routing_id)s AND x.schedule_id = c.schedule_id
+           AND (d.id IS NULL OR d.id IS NOT NULL)  -- after the definition part
+           FOR UPDATE) x ON true
+  LEFT JOIN LATERAL (
+        SELECT w.work_id, w.state
+          FROM (SELECT o.scope_id, o.work_id FROM durable_schedule_occurrence o
+                 WHERE o.scope_id = %(scope_id)s AND o.schedule_id = d.schedule_id
+                   AND o.work_id IS NOT NULL
+                 ORDER BY o.id DESC
+                 LIMIT 1) o
+          JOIN durable_work w ON w.scope_id = o.scope_id AND w.work_id = o.work_id
+         WHERE d.state = 'active' AND x.lease_owner = %(lease_owner)s::text
+           AND x.dispatch_revision = c.revision
+           FOR SHARE OF w) s ON true
+  LEFT JOIN LATERAL (
+        SELECT p.id, p.generation, p.first_nominal_utc, p.last_nominal_utc
+          FROM durable_schedule_occurrence p
+         WHERE p.scope_id = %(scope_id)s AND p.schedule_id = d.schedule_id
+           AND p.kind = 'coalesced' AND p.state = 'pending'
+           AND d.state = 'active' AND x.lease_owner = %(lease_owner)s::text
+           AND x.dispatch_revision = c.revision
+           AND (s.work_id IS NULL OR s.work_id IS NOT NULL)  -- after the slot part
+           FOR UPDATE) p ON true
+ ORDER BY c.n
 
 -- name: bridge occurrences -- the batch's new nominal and recovery occurrences and their Work
 -- in one statement: each occurrence identity inserted already linked to the Work identity
@@ -72,20 +100,32 @@ SELECT schedule_id, id, generation, first_nominal_utc, last_nominal_utc
 -- or return); a Work key that already exists is resolved by the caller through
 -- accept_in_scope (compare-or-return). The Work's foreign key to its source occurrence is
 -- checked at the end of the statement, when both rows exist.
+-- What the Work rows of one target share (validated request, fingerprint, policies: the
+-- processor's template) travels once per target in "templates"; each row names its template
+-- by "t" and carries only its identity, so the parameter is ~0.35 kB per schedule, not ~1.2.
+-- The accepted history detail is the one accept_in_scope writes (work/enqueue.py): the
+-- request's identity, name, version and fingerprint schema, and the source occurrence.
 WITH guard AS (
     SELECT current_user = 'durable_runtime'
            AND NULLIF(pg_catalog.current_setting('durable_schedule.scope_id', true), '')
                = %(scope_id)s AS ok
 ), clock AS (
     SELECT durable_schedule_clock('clock') AS now
+), tpl AS (
+    SELECT * FROM jsonb_to_recordset(%(templates)s::jsonb)
+           AS t(t integer, work_name text, work_version text, payload jsonb,
+                provider_safety text, fingerprint_schema text, fingerprint_digest text,
+                retry_policy jsonb, attempt_plan jsonb, execution_deadline timestamptz,
+                due_at timestamptz)
 ), req AS (
-    SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb)
-           AS r(n integer, schedule_id text, generation integer, kind text, first timestamptz,
-                last timestamptz, work_id uuid, command_id text, idempotency_key text,
-                work_name text, work_version text, payload jsonb, provider_safety text,
-                fingerprint_schema text, fingerprint_digest text, retry_policy jsonb,
-                attempt_plan jsonb, execution_deadline timestamptz, due_at timestamptz,
-                detail jsonb)
+    SELECT r.*, t.work_name, t.work_version, t.payload, t.provider_safety,
+           t.fingerprint_schema, t.fingerprint_digest, t.retry_policy, t.attempt_plan,
+           t.execution_deadline, t.due_at
+      FROM jsonb_to_recordset(%(rows)s::jsonb)
+           AS r(n integer, t integer, schedule_id text, generation integer, kind text,
+                first timestamptz, last timestamptz, work_id uuid, command_id text,
+                idempotency_key text)
+      JOIN tpl t ON t.t = r.t
 ), occ AS (
     INSERT INTO durable_schedule_occurrence (scope_id, schedule_id, generation, kind,
             first_nominal_utc, last_nominal_utc, state, work_id, work_command,
@@ -120,7 +160,10 @@ WITH guard AS (
     INSERT INTO durable_work_history (scope_id, work_id, event, attempt, actor, detail,
                                       recorded_at)
     SELECT work.scope_id, work.work_id, 'accepted', NULL, '',
-           r.detail || jsonb_build_object('source_occurrence_id', work.source_occurrence_id),
+           jsonb_build_object('command_id', r.command_id, 'idempotency_key', r.idempotency_key,
+                              'work_name', r.work_name, 'work_version', r.work_version,
+                              'fingerprint_schema', r.fingerprint_schema,
+                              'source_occurrence_id', work.source_occurrence_id),
            work.accepted_at
       FROM work JOIN req r ON r.work_id = work.work_id
 )
@@ -135,6 +178,11 @@ SELECT guard.ok, occ.schedule_id, occ.id, work.work_id IS NOT NULL
 -- history rows, each part with its single-schedule guard. A null value skips that part for
 -- that schedule. Returns, per part, the schedule ids it matched; the caller compares them
 -- with what it asked for and raises on any difference (rolling the whole batch back).
+-- "= ANY (ARRAY(SELECT schedule_id FROM steps))" repeats the join key as an index condition:
+-- the planner cannot see how many rows jsonb_to_recordset yields (it assumes 100) and joined
+-- the steps to a sequential scan of every definition and every dispatch row, which at 10,000
+-- schedules was 6 of the statement's 8 ms (EXPLAIN ANALYZE, docs/benchmarks.md "Batched
+-- schedule passes"); as an array it becomes an index scan of the batch's keys.
 WITH steps AS (
     SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb)
            AS s(schedule_id text, revision bigint, old_cursor timestamptz,
@@ -147,6 +195,7 @@ WITH steps AS (
       FROM steps s
      WHERE s.new_cursor IS NOT NULL
        AND d.scope_id = %(scope_id)s::text AND d.schedule_id = s.schedule_id
+       AND d.schedule_id = ANY (ARRAY(SELECT schedule_id FROM steps))
        AND d.revision = s.revision AND d.state = 'active'
        AND d.cursor_utc = s.old_cursor AND s.new_cursor > d.cursor_utc
     RETURNING d.schedule_id
@@ -166,6 +215,7 @@ WITH steps AS (
            dispatch_revision = x.dispatch_revision + 1
       FROM steps s
      WHERE x.scope_routing_id = %(routing_id)s AND x.schedule_id = s.schedule_id
+       AND x.schedule_id = ANY (ARRAY(SELECT schedule_id FROM steps))
        AND x.lease_owner = %(lease_owner)s::text AND x.dispatch_revision = s.dispatch_revision
     RETURNING x.schedule_id
 ), history AS (
