@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from durable_schedule.evaluation.policy import (
@@ -96,10 +96,10 @@ class WorkRow:
     @cached_property
     def policy(self) -> ExecutionPolicy:
         """The stored retry policy and plan (raises a DS203/DS204 error when tampered)."""
-        retry = RetryPolicy.from_json(codec.loads(self.retry_policy))
-        plan_json = codec.loads(self.attempt_plan)
-        plan = None if plan_json is None else AttemptPlan.from_json(plan_json)
-        return ExecutionPolicy(retry=retry, plan=plan)
+        retry, plan = self.retry_policy, self.attempt_plan
+        if isinstance(retry, str) and (plan is None or isinstance(plan, str)):
+            return _policy_of_text(retry, plan)
+        return _policy_of(retry, plan)
 
     @property
     def cutoff(self) -> datetime:
@@ -128,6 +128,22 @@ class WorkRow:
     def deadline_reached(self) -> bool:
         d = self.execution_deadline
         return d is not None and self.now >= d
+
+
+def _policy_of(retry_json: Any, plan_json: Any) -> ExecutionPolicy:
+    retry = RetryPolicy.from_json(codec.loads(retry_json))
+    plan = codec.loads(plan_json)
+    return ExecutionPolicy(retry=retry, plan=None if plan is None else AttemptPlan.from_json(plan))
+
+
+@lru_cache(maxsize=256)
+def _policy_of_text(retry_text: str, plan_text: str | None) -> ExecutionPolicy:
+    """:func:`_policy_of` for the stored jsonb texts, cached: a batch of Work accepted from the
+    same definition stores the same policy text, and each row is locked twice per attempt
+    (admission, outcome), so parsing and validating it per lock was a tenth of the Work
+    pipeline's Python time (docs/benchmarks.md). The policies are frozen dataclasses, safe to
+    share; a text that does not parse raises every time (lru_cache keeps no exception)."""
+    return _policy_of(retry_text, plan_text)
 
 
 _FIELDS = [f.name for f in fields(WorkRow)]
@@ -313,10 +329,10 @@ def admit_many(cur, items: list[tuple[WorkRow, datetime]], owner: str) -> list[W
         "details": details,
         "lease_owner": owner,
     })
-    moved, permits_new = cur.fetchone()
-    if moved != len(items) or permits_new != len(items):
+    moved, permits_new, dispatched = cur.fetchone()
+    if moved != len(items) or permits_new != len(items) or dispatched != len(items):
         raise LeaseConflict(f"batch admission moved {moved} of {len(items)} rows "
-                            f"({permits_new} permits)")
+                            f"({permits_new} permits, {dispatched} dispatch rows)")
     return [replace(row, state=RUNNING, attempt=row.attempt + 1, lease_owner=owner,
                     lease_expires_at=expires, lease_generation=row.lease_generation + 1,
                     attempt_started_at=row.now, last_permit_no=row.last_permit_no + 1,

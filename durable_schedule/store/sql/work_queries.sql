@@ -375,7 +375,7 @@ WITH input AS (
 )
 SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM permit_resolved)
 
--- name: admit_many -- batch admission (the set form of transition's pending -> running): for many locked rows, each guarded by its expected state, owner and lease generation, write the running state and new lease, insert each permit, move each dispatch row to the lease end and write each history row.
+-- name: admit_many -- batch admission (the set form of transition's pending -> running): for many locked rows, each guarded by its expected state, owner and lease generation, write the running state and new lease, insert each permit, move each (locked) dispatch row to the lease end and write each history row.
 -- The caller decided every row with decisions.admit_pending under the lock in this transaction
 -- and compares the counts (docs/protocol/conventions.md rule C5); a mismatch rolls the batch back.
 WITH input AS (
@@ -403,12 +403,16 @@ WITH input AS (
       FROM moved m
     RETURNING 1
 ), dispatch_moved AS (
-    INSERT INTO durable_work_dispatch AS d (scope_routing_id, work_ref, due_at)
-    SELECT s.routing_id, m.id, m.expires
-      FROM moved m JOIN durable_schedule_scope s ON s.scope_id = m.scope_id
-    ON CONFLICT (work_ref) DO UPDATE
-       SET due_at = EXCLUDED.due_at, lease_owner = %(lease_owner)s,
-           lease_expires_at = EXCLUDED.due_at, dispatch_revision = d.dispatch_revision + 1
+    -- A plain UPDATE, not transition's upsert: lock_claimed_many locked each claimed dispatch
+    -- row in this transaction and the caller verified its revision and owner, so the row
+    -- exists. (An upsert ran the routing trigger and a speculative insertion per row only to
+    -- find the conflict: measured 1.2 ms of the statement's 3.5 ms per batch of 10.) The
+    -- count is compared like the others.
+    UPDATE durable_work_dispatch d
+       SET due_at = m.expires, lease_owner = %(lease_owner)s, lease_expires_at = m.expires,
+           dispatch_revision = d.dispatch_revision + 1
+      FROM moved m
+     WHERE d.work_ref = m.id
     RETURNING 1
 ), history AS (
     INSERT INTO durable_work_history (scope_id, work_id, event, attempt, actor, detail,
@@ -418,7 +422,8 @@ WITH input AS (
       FROM moved m
     RETURNING 1
 )
-SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM permit_new)
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM permit_new),
+       (SELECT count(*) FROM dispatch_moved)
 
 -- name: floor_and_claim -- the batch pipeline's first statement: the schema version and floor, and the claim (SECURITY DEFINER, routing facts only) in one round trip.
 -- The caller refuses a store below its floor by raising, which rolls this transaction -- and so
