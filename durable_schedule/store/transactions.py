@@ -47,7 +47,7 @@ from durable_schedule.errors import (
     ScopeLost,
     WrongRole,
 )
-from durable_schedule.store import identifiers
+from durable_schedule.store import arrays, identifiers
 from durable_schedule.store.inspection import DISPATCHER_ROLE, RUNTIME_ROLE
 
 SCOPE_SETTING = "durable_schedule.scope_id"
@@ -160,6 +160,7 @@ def _cursor(conn):
         pg = conn.connection
         if pg.prepare_threshold is None:
             pg.prepare_threshold = _ONLY_WHEN_ASKED
+        arrays.register(pg)  # BinaryArray parameters in the binary format (store/arrays.py)
         raw = psycopg.Cursor(pg)
         # The cursor gets the project's time zone when the connection's timestamptz loader
         # disagrees (the adapters map is otherwise the connection's own: jsonb as text).

@@ -35,6 +35,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from durable_schedule.observability.metrics import observe_claim
+from durable_schedule.store.arrays import BinaryArray
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import routed_batch
 from durable_schedule.work.decisions import RECONCILE, Invoke, decide
@@ -154,10 +155,11 @@ def _complete_many(cur, fast: list[tuple[Invoke, WorkRow, AttemptOutcome]], owne
         "ids": [row.id for _, row, _ in fast],
         "generations": [row.lease_generation for _, row, _ in fast],
         "permits": [action.permit_no for action, _, _ in fast],
-        "results": [outcome.result_json for _, _, outcome in fast],
-        "nows": [row.now for _, row, _ in fast],
-        "details": [dumps({"from": row.state, "to": "succeeded", "permit_no": action.permit_no})
-                    for action, row, _ in fast],
+        "results": BinaryArray(outcome.result_json for _, _, outcome in fast),
+        "nows": BinaryArray(row.now for _, row, _ in fast),
+        "details": BinaryArray(
+            dumps({"from": row.state, "to": "succeeded", "permit_no": action.permit_no})
+            for action, row, _ in fast),
         "lease_owner": owner,
     })
     moved, resolved = cur.fetchone()

@@ -32,6 +32,7 @@ from durable_schedule.evaluation.policy import (
     admission_cutoff,
     closure_reason,
 )
+from durable_schedule.store.arrays import BinaryArray
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import routed, runtime_transaction
 from durable_schedule.work import codec
@@ -319,14 +320,14 @@ def admit_many(cur, items: list[tuple[WorkRow, datetime]], owner: str) -> list[W
                for row, expires in items]
     cur.execute(query(_QUERIES, "admit_many"), {
         "ids": [row.id for row, _ in items],
-        "expect_states": [row.state for row, _ in items],
-        "expect_owners": [row.lease_owner for row, _ in items],
+        "expect_states": BinaryArray(row.state for row, _ in items),
+        "expect_owners": BinaryArray(row.lease_owner for row, _ in items),
         "expect_generations": [row.lease_generation for row, _ in items],
         "attempts": [row.attempt + 1 for row, _ in items],
-        "expires": [expires for _, expires in items],
-        "nows": [row.now for row, _ in items],
+        "expires": BinaryArray(expires for _, expires in items),
+        "nows": BinaryArray(row.now for row, _ in items),
         "permits": [row.last_permit_no + 1 for row, _ in items],
-        "details": details,
+        "details": BinaryArray(details),
         "lease_owner": owner,
     })
     moved, permits_new, dispatched = cur.fetchone()
