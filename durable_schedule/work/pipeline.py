@@ -44,7 +44,6 @@ from durable_schedule.work.rows import (
     LeaseConflict,
     WorkRow,
     admit_many,
-    dumps,
     lock_claimed_many,
     lock_leased_many,
 )
@@ -132,40 +131,47 @@ def record_outcomes(results: list[tuple[Invoke, AttemptOutcome]], opts: Options)
     with routed_batch(using=opts.using, claiming=False) as (cur, enter):
         for routing_id, group in _by_scope(results, lambda r: r[0].routing_id):
             scope_id = enter(routing_id)
-            rows = {} if scope_id is None else lock_leased_many(
-                cur, [(a.row.id, a.row.lease_generation) for a, _ in group], opts.owner)
-            fast: list[tuple[Invoke, WorkRow, AttemptOutcome]] = []
-            for action, outcome in group:
+            if scope_id is None:
+                for action, outcome in group:
+                    record_lost(cur, action, opts.owner, outcome, tally)
+                continue
+            done = _complete_many(cur, [(a, o) for a, o in group if o.kind == "succeeded"],
+                                  opts.owner, tally)
+            rest = [(a, o) for a, o in group if a.row.id not in done]
+            if not rest:
+                continue
+            # A lease lost, a deadline reached, a failure, an attempt not invoked: locked again
+            # under its lease and recorded item by item, in this transaction.
+            rows = lock_leased_many(cur, [(a.row.id, a.row.lease_generation) for a, _ in rest],
+                                    opts.owner)
+            for action, outcome in rest:
                 row = rows.get(action.row.id)
                 if row is None:
                     record_lost(cur, action, opts.owner, outcome, tally)
-                elif outcome.kind == "succeeded" and not row.deadline_reached():
-                    fast.append((action, row, outcome))
                 else:
                     apply_outcome(cur, row, action.permit_no, outcome, opts.owner, tally)
-            _complete_many(cur, fast, opts.owner, tally)
     return tally
 
 
-def _complete_many(cur, fast: list[tuple[Invoke, WorkRow, AttemptOutcome]], owner: str,
-                   tally: Counter) -> None:
-    if not fast:
-        return
+def _complete_many(cur, successes: list[tuple[Invoke, AttemptOutcome]], owner: str,
+                   tally: Counter) -> set[int]:
+    """Complete, in one statement, the successes whose lease still holds and whose deadline has
+    not passed (the statement locks, samples the clock and decides); the ids it completed."""
+    if not successes:
+        return set()
     cur.execute(query(_QUERIES, "complete_many"), {
-        "ids": [row.id for _, row, _ in fast],
-        "generations": [row.lease_generation for _, row, _ in fast],
-        "permits": [action.permit_no for action, _, _ in fast],
-        "results": BinaryArray(outcome.result_json for _, _, outcome in fast),
-        "nows": BinaryArray(row.now for _, row, _ in fast),
-        "details": BinaryArray(
-            dumps({"from": row.state, "to": "succeeded", "permit_no": action.permit_no})
-            for action, row, _ in fast),
+        "ids": [action.row.id for action, _ in successes],
+        "generations": [action.row.lease_generation for action, _ in successes],
+        "permits": [action.permit_no for action, _ in successes],
+        "results": BinaryArray(outcome.result_json for _, outcome in successes),
         "lease_owner": owner,
     })
-    moved, resolved = cur.fetchone()
-    if moved != len(fast) or resolved != len(fast):
-        # The rows are locked under their leases in this transaction: only a tampered store
-        # can get here. Raising rolls every outcome of the batch back (none is acknowledged).
-        raise LeaseConflict(f"group commit moved {moved} of {len(fast)} rows "
-                            f"({resolved} permits)")
-    tally["succeeded"] += moved
+    completed, resolved = cur.fetchone()
+    if resolved != len(completed):
+        # Each completed row was locked under its lease with an open permit: only a tampered
+        # store can get here. Raising rolls every outcome of the batch back (none is
+        # acknowledged) and the caller records them one by one.
+        raise LeaseConflict(f"group commit moved {len(completed)} rows, resolved {resolved} "
+                            "permits")
+    tally["succeeded"] += len(completed)
+    return set(completed)
