@@ -274,7 +274,9 @@ def routed_batch(*, using: str | None = None,
     ``claiming=True`` starts as ``durable_runtime`` with no scope (for the cross-scope claim);
     ``claiming=False`` starts as the connection's own role, so the first ``enter`` needs no
     switch back and reads the own role in the same statement (the group commit: two statements
-    fewer).
+    fewer). ``enter.own_role`` is the connection's own role (claiming); a statement that itself
+    returns to it (``set_config('role', own_role, true)`` as its last effect, no scope set)
+    calls ``enter.returned()``, and the next ``enter`` skips the switch back.
     """
     conn = connection(using)
     with transaction.atomic(using=conn.alias, durable=True), _cursor(conn) as cur:
@@ -286,11 +288,13 @@ def routed_batch(*, using: str | None = None,
             own_role[0], _, user = cur.fetchone()
             if user != RUNTIME_ROLE:
                 raise WrongRole(f"expected to run as {RUNTIME_ROLE}, current_user is {user}")
+        at_own_role = [not claiming]
 
         def enter(routing_id: int) -> str | None:
             first = own_role[0] is None
-            if not first:
+            if not at_own_role[0]:
                 cur.execute(_BACK_TO_ROLE, [own_role[0], SCOPE_SETTING])
+            at_own_role[0] = False
             try:
                 cur.execute(_OWN_ROLE_THEN_ROUTED if first else _ENTER_ROUTED,
                             [int(routing_id)])
@@ -301,6 +305,14 @@ def routed_batch(*, using: str | None = None,
                 own_role[0] = row[0]
             return row[-1]
 
+        def returned() -> None:
+            # The caller's last statement ended with set_config('role', enter.own_role, true)
+            # and set no scope (the batched claim does, after its claim): the next enter needs
+            # no switch back.
+            at_own_role[0] = True
+
+        enter.own_role = own_role[0]
+        enter.returned = returned
         yield cur, enter
         if conn.savepoint_ids:
             if own_role[0] is None:  # never switched: the current role is the own one

@@ -80,12 +80,13 @@ def admit_batch(opts: Options, lease_seconds: float, n: int) -> Admission:
             started = time.perf_counter()
             cur.execute(query(_QUERIES, "floor_and_claim"),
                         {"owner": opts.owner, "lease_seconds": lease_seconds, "max_rows": n,
-                         "queues": opts.claim_queues})
+                         "queues": opts.claim_queues, "own_role": enter.own_role})
             found = cur.fetchall()
+            enter.returned()  # the statement ended back at the own role
             observe_claim("work", time.perf_counter() - started,
                           sum(1 for row in found if row[2] is not None))
             refuse_below_floor(*found[0][:2])  # raising rolls the claim back
-            out.claims = [Claim(*row[2:]) for row in found if row[2] is not None]
+            out.claims = [Claim(*row[2:5]) for row in found if row[2] is not None]
             for routing_id, claims in _by_scope(out.claims, lambda c: c.routing_id):
                 scope_id = enter(routing_id)
                 rows = {} if scope_id is None else lock_claimed_many(

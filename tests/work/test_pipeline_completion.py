@@ -67,3 +67,41 @@ def test_group_commit__completes_held_successes_and_fences_the_rest(committed_cl
         cur.execute("select count(*) from durable_work_dispatch d join durable_work w"
                     " on w.id = d.work_ref where w.work_id = any(%s)", ([ids[0], ids[2]],))
         assert cur.fetchone()[0] == 0
+
+
+class _Statements:
+    def __init__(self) -> None:
+        self.sql: list[str] = []
+
+    def __call__(self, execute, sql, params, many, context):
+        self.sql.append(str(sql))
+        return execute(sql, params, many, context)
+
+
+def test_claim_statement__ends_at_the_own_role_and_the_entry_needs_no_switch_back(
+        committed_clock, define):
+    """The batched claim runs as durable_runtime and returns to the connection's own role in
+    the same statement; the scope entry that follows is the routed one, without the separate
+    switch back, and row-level security still admits the claimed rows."""
+    from durable_schedule.store.transactions import routed_batch
+    from durable_schedule.work.pipeline import admit_batch
+    from durable_schedule.work.runtime import Options
+
+    d = define("test.claim_role")
+    d.executor(lambda ctx, payload: {})
+    d.enqueue(scope="tenant-a", command="c", idempotency_key="k", payload={})
+    with connection.cursor() as cur:
+        cur.execute("select current_user")
+        own = cur.fetchone()[0]
+    with routed_batch() as (cur, enter):
+        cur.execute("select current_user")
+        assert cur.fetchone()[0] == "durable_runtime"
+        assert enter.own_role == own
+    statements = _Statements()
+    with connection.execute_wrapper(statements):
+        admission = admit_batch(Options(OWNER, False, "default"), 30, 10)
+    assert len(admission.claims) == 1 and len(admission.admitted) == 1
+    assert not [s for s in statements.sql if s.startswith("select set_config('role', %s, true)")]
+    assert statements.sql.count("select durable_schedule_enter_routed(%s)") == 1
+    claim = next(s for s in statements.sql if "claim_work_dispatch" in s)
+    assert "set_config('role', %(own_role)s, true)" in claim

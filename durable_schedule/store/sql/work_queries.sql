@@ -443,11 +443,17 @@ WITH input AS (
 SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM permit_new),
        (SELECT count(*) FROM dispatch_moved)
 
--- name: floor_and_claim -- the batch pipeline's first statement: the schema version and floor, and the claim (SECURITY DEFINER, routing facts only) in one round trip.
+-- name: floor_and_claim -- the batch pipeline's first statement: the schema version and floor, and the claim (SECURITY DEFINER, routing facts only) in one round trip, then back to the connection's own role.
 -- The caller refuses a store below its floor by raising, which rolls this transaction -- and so
 -- the claim -- back: nothing is claimed by code that may not run against this schema.
+-- The claim runs as durable_runtime (the role the caller switched to: the function's EXECUTE
+-- grant is checked for it when the statement starts). The function scan runs to completion
+-- before the first joined row is projected, so the set_config of the select list -- back to
+-- the own role, which alone may execute durable_schedule_enter_routed, the next statement --
+-- takes effect after the claim (the routed_batch switch back, one round trip fewer). The LEFT
+-- JOIN always yields the floor row, so it always runs.
 SELECT f.schema_version, f.compatibility_floor, c.scope_routing_id, c.work_ref,
-       c.dispatch_revision
+       c.dispatch_revision, set_config('role', %(own_role)s, true)
   FROM (SELECT schema_version, compatibility_floor FROM durable_schedule_store) f
   LEFT JOIN claim_work_dispatch(%(owner)s, make_interval(secs => %(lease_seconds)s),
                                 %(max_rows)s, %(queues)s::text[]) c ON true
