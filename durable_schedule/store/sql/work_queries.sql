@@ -344,10 +344,10 @@ SELECT w.*, p.open_no, p.open_attempt, p.open_count, p.last_no, NULL::bigint, NU
 -- deadline reached) it locks again with lock_leased_many and records item by item in the same
 -- transaction. The lock never skips (the holder's own watchdog may be renewing: READ COMMITTED
 -- re-checks the guard on the newest row version after the wait, as lock_leased does); the
--- clock is sampled per row after its lock (the post-lock linearization point of spec 001), and
--- the update re-checks the guard (docs/protocol/conventions.md rule C5). One statement instead
--- of lock_leased_many + the completion: one round trip and ten parsed rows fewer per batch of
--- ten (docs/benchmarks.md "Batched Work and acceptance").
+-- clock is sampled per row after its lock (the post-lock linearization point, as in
+-- lock_leased), and the update re-checks the guard (docs/protocol/conventions.md rule C5). One
+-- statement instead of lock_leased_many + the completion: one round trip and ten parsed rows
+-- fewer per batch of ten (docs/benchmarks.md "Batched Work and acceptance").
 WITH input AS (
     SELECT * FROM unnest(%(ids)s::bigint[], %(generations)s::bigint[], %(permits)s::integer[],
                          %(results)s::text[])
