@@ -2,19 +2,21 @@
 (issue 16 item 2; docs/work.md "Batched Work").
 
 :func:`admit_batch` runs one outermost runtime transaction (``routed_batch``): the schema floor
-check, ``claim_work_dispatch`` for up to ``n`` rows, then per scope of the claimed rows one
+check and ``claim_work_dispatch`` for up to ``n`` rows in one statement (which ends back at the
+connection's own role), then per scope of the claimed rows one
 ``lock_claimed_many`` statement, the usual decision per row (:mod:`.decisions`, every rule in
 one place) and one ``admit_many`` statement writing all plain admissions of the scope (the
 rarer outcomes -- refusal, suspension, recovery -- keep their own guarded transition).
 It commits before anything is invoked, so every permit is durable before its effect can start
 -- exactly as in the per-item path, only once for the batch.
 
-:func:`record_outcomes` is the group commit: one transaction, per scope one
-``lock_leased_many`` (each row locked only while *its* lease -- owner and lease generation --
-still holds it) and one ``complete_many`` UNNEST statement for every success before the
-deadline (pgqueuer's completion shape). Everything else (failures, late results, not-invoked
-attempts) goes through the per-item :func:`~.outcome.apply_outcome` in the same transaction,
-and an attempt whose lease is gone is fenced alone (``lost``, its result quarantined) without
+:func:`record_outcomes` is the group commit: one transaction, per scope one ``complete_many``
+UNNEST statement for every success (pgqueuer's completion shape, lock included: each row
+locked only while *its* lease -- owner and lease generation -- still holds it, the clock read
+after the lock, completed when before its deadline). What it leaves and everything else
+(failures, late results, not-invoked attempts) is locked again with ``lock_leased_many`` and
+goes through the per-item :func:`~.outcome.apply_outcome` in the same transaction, and an
+attempt whose lease is gone is fenced alone (``lost``, its result quarantined) without
 touching the others. The caller commits the outcomes before its next claim: nothing it
 acknowledges lives only in memory.
 
