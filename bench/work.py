@@ -3,8 +3,9 @@
 20,000 pending no-op Work items: one prototype accepted through the public ``enqueue`` and
 copied with INSERT ... SELECT generate_series (only the identity differs), plus the store
 history every scenario carries. Each run gets a fresh copy and 1/2/4 worker processes calling
-the bounded Work pass until nothing is due or the time cap is reached. Rate = Work items that
-reached ``succeeded`` per second of wall time (counted in the database, not by the workers).
+the bounded Work pass (claim batch ``BATCH``) until nothing is due or the time cap is reached.
+Rate = Work items that reached ``succeeded`` per second of wall time (counted in the database,
+not by the workers).
 The enqueue rate is ``enqueue`` in its own ``transaction.atomic()`` per item, one process.
 """
 
@@ -16,6 +17,9 @@ import psycopg
 
 from bench import common, counting, seed
 
+#: The claim batch of ours, passed explicitly (the runtime's default today) so that pgqueuer's
+#: ``batch_size`` (bench/pgq.py) is the same number by construction: "equal batch size".
+BATCH = 10
 LOADED = common.PREFIX + "work"
 RUN_DB = common.PREFIX + "work_run"
 
@@ -54,7 +58,7 @@ def worker_child(barrier, url: str, owner: str, max_items: int, seconds: float) 
     deadline = t0 + seconds
     passes = 0
     while time.monotonic() < deadline:
-        result = work_pass(max_items=max_items, lease_owner=owner)
+        result = work_pass(max_items=max_items, lease_owner=owner, batch=BATCH)
         passes += 1
         if ours.work_claimed(result) == 0:
             break
