@@ -190,9 +190,11 @@ def table(results: dict, s: dict) -> str:
                   + ", ".join(f"{k} {_mmm(v)}/s" for k, v in s["cron"].items())
                   + f"; cost per occurrence Cron / Every {_mmm(s.get('cron_cost', {}), 2)}", ""]
     if s.get("work"):
+        batch = meta.get("work_batch", 10)
         lines += [f"**Work throughput** (no-op, {meta.get('work_items', '?')} items; "
                   "succeeded per second)", "",
-                  "| workers | ours `process_work_pass` | Procrastinate | pgqueuer (batch 10) "
+                  f"| workers | ours `process_work_pass` (batch {batch}) | Procrastinate "
+                  f"| pgqueuer (batch {batch}) "
                   "| ours / Procrastinate | ours / pgqueuer | statements per item: ours, "
                   "Procrastinate, pgqueuer |",
                   "|---|---|---|---|---|---|---|"]

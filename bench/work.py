@@ -11,15 +11,17 @@ The enqueue rate is ``enqueue`` in its own ``transaction.atomic()`` per item, on
 
 from __future__ import annotations
 
+import os
 import time
 
 import psycopg
 
 from bench import common, counting, seed
 
-#: The claim batch of ours, passed explicitly (the runtime's default today) so that pgqueuer's
-#: ``batch_size`` (bench/pgq.py) is the same number by construction: "equal batch size".
-BATCH = 10
+#: The claim batch of ours, passed explicitly (default: the runtime's default, 10) so that
+#: pgqueuer's ``batch_size`` (bench/pgq.py) is the same number by construction: "equal batch
+#: size". ``python -m bench --work-batch N`` sets it for both (read by the spawned children too).
+BATCH = int(os.environ.get("BENCH_WORK_BATCH", "10"))
 LOADED = common.PREFIX + "work"
 RUN_DB = common.PREFIX + "work_run"
 
