@@ -50,7 +50,7 @@ class Config:
 FULL = Config("full", 3, 10_000, tuple((p, b) for b in (1, 100) for p in (1, 2, 4)), 4.0,
               (1_000, 100_000, 1_000_000), 20_000, (1, 2, 4), 5.0, 1_000, 100, 1_500, 8.0,
               10.0, latency.LOADS, ("ours", "raw"))
-QUICK = Config("quick", 1, 2_000, ((1, 1), (4, 100)), 1.0, (1_000, 100_000), 5_000, (1, 4),
+QUICK = Config("quick", 1, 2_000, ((1, 1), (4, 100)), 1.0, (1_000, 100_000), 5_000, (1, 2, 4),
                1.5, 200, 100, 200, 3.0, 3.0, (latency.LOADS[-1],), ("ours",))
 
 
@@ -108,7 +108,7 @@ class Bench:
                 self.results["errors"].append("latency: needs process_due and the Work pass")
         self.results["meta"] = {
             "started": started, "mode": cfg.mode, "rounds": cfg.rounds,
-            "schedules": cfg.schedules, "work_items": cfg.work_items,
+            "schedules": cfg.schedules, "work_items": cfg.work_items, "work_batch": work.BATCH,
             "duration_s": round(time.monotonic() - t_start, 1), "capabilities": self.caps,
             "python": sys.version.split()[0], "server": _server_version(),
             "commit": _commit(),
@@ -344,6 +344,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sched-configs", default=None, metavar="PxN[,PxN...]",
                         help="schedule scenario configurations: processes x max_schedules "
                              "(e.g. 1x100,2x100)")
+    parser.add_argument("--work-batch", type=int, default=None, metavar="N",
+                        help="claim batch of ours and pgqueuer's batch_size in the Work "
+                             "scenario, equal by construction (default: 10, the runtime's)")
     parser.add_argument("--schedule-batch", type=int, default=None, metavar="N",
                         help="DURABLE_SCHEDULE['SCHEDULE_BATCH'] in ours (1: one transaction "
                              "per schedule; default: the runtime's)")
@@ -357,6 +360,11 @@ def main(argv: list[str] | None = None) -> int:
                                       for part in args.sched_configs.split(","))
         except ValueError:
             parser.error("--sched-configs takes PxN pairs, e.g. 1x100,2x100")
+    if args.work_batch is not None:
+        if not 1 <= args.work_batch <= 1000:
+            parser.error("--work-batch takes 1..1000 (the claim's limit)")
+        os.environ["BENCH_WORK_BATCH"] = str(args.work_batch)  # read by bench.work, children
+        work.BATCH = pgq.BATCH = args.work_batch
     if args.schedule_batch is not None:
         os.environ["BENCH_SCHEDULE_BATCH"] = str(args.schedule_batch)  # read by the children
     only = {s.strip() for s in args.only.split(",") if s.strip()}

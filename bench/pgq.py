@@ -19,13 +19,13 @@ from datetime import timedelta
 
 import psycopg
 
-from bench import common, counting
+from bench import common, counting, work
 
 TEMPLATE = common.PREFIX + "pq"
 LOADED = common.PREFIX + "pq_jobs"
 RUN_DB = common.PREFIX + "pq_run"
 ENTRYPOINT = "bench_noop"
-BATCH = 10
+BATCH = work.BATCH  # ours' claim batch: equal batch size by construction
 
 
 async def _queries(url: str):

@@ -17,6 +17,8 @@ from bench.common import summary
 TARGETS = {
     "schedule_vs_raw": 0.5,   # materialization >= 50 % of the raw ceiling
     "work_vs_peer": 1.0,      # Work throughput >= Procrastinate's
+    "work_2p_vs_peer": 4.0,   # issue 16: 2 worker processes, >= 4x Procrastinate
+    "work_2p_vs_pgqueuer": 1.0,  # ... and >= pgqueuer at equal batch size
     "scale_ratio": 1.5,       # per-pass cost 1M / 1k below 1.5
     "enqueue_vs_peer": 1.0,   # one enqueue per transaction >= Procrastinate's defer
     "many_vs_single": 10.0,   # enqueue_many of 100 >= 10x the single-item rate
@@ -188,9 +190,11 @@ def table(results: dict, s: dict) -> str:
                   + ", ".join(f"{k} {_mmm(v)}/s" for k, v in s["cron"].items())
                   + f"; cost per occurrence Cron / Every {_mmm(s.get('cron_cost', {}), 2)}", ""]
     if s.get("work"):
+        batch = meta.get("work_batch", 10)
         lines += [f"**Work throughput** (no-op, {meta.get('work_items', '?')} items; "
                   "succeeded per second)", "",
-                  "| workers | ours `process_work_pass` | Procrastinate | pgqueuer (batch 10) "
+                  f"| workers | ours `process_work_pass` (batch {batch}) | Procrastinate "
+                  f"| pgqueuer (batch {batch}) "
                   "| ours / Procrastinate | ours / pgqueuer | statements per item: ours, "
                   "Procrastinate, pgqueuer |",
                   "|---|---|---|---|---|---|---|"]
@@ -284,6 +288,13 @@ def targets(s: dict) -> list[str]:
         worst = min(v["median"] for v in pv.values() if v["n"])
         ok = "met" if worst >= 1.0 else "NOT met"
         out.append(f"Work ours/pgqueuer >= 1.0: {ok} (worst median {worst:.2f})")
+    for key, peer in (("work_vs_peer", "Procrastinate"), ("work_vs_pgqueuer", "pgqueuer")):
+        two = s.get(key, {}).get("2")
+        if two and two["n"]:
+            goal = TARGETS["work_2p_vs_peer" if peer == "Procrastinate" else "work_2p_vs_pgqueuer"]
+            ok = "met" if two["median"] >= goal else "NOT met"
+            out.append(f"Work 2 processes ours/{peer} >= {goal:.1f}: {ok} "
+                       f"(median {two['median']:.2f})")
     ev = s.get("enqueue_vs_peer", {}).get("1")
     if ev and ev["n"]:
         ok = "met" if ev["median"] >= TARGETS["enqueue_vs_peer"] else "NOT met"

@@ -3,19 +3,25 @@
 20,000 pending no-op Work items: one prototype accepted through the public ``enqueue`` and
 copied with INSERT ... SELECT generate_series (only the identity differs), plus the store
 history every scenario carries. Each run gets a fresh copy and 1/2/4 worker processes calling
-the bounded Work pass until nothing is due or the time cap is reached. Rate = Work items that
-reached ``succeeded`` per second of wall time (counted in the database, not by the workers).
+the bounded Work pass (claim batch ``BATCH``) until nothing is due or the time cap is reached.
+Rate = Work items that reached ``succeeded`` per second of wall time (counted in the database,
+not by the workers).
 The enqueue rate is ``enqueue`` in its own ``transaction.atomic()`` per item, one process.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import psycopg
 
 from bench import common, counting, seed
 
+#: The claim batch of ours, passed explicitly (default: the runtime's default, 10) so that
+#: pgqueuer's ``batch_size`` (bench/pgq.py) is the same number by construction: "equal batch
+#: size". ``python -m bench --work-batch N`` sets it for both (read by the spawned children too).
+BATCH = int(os.environ.get("BENCH_WORK_BATCH", "10"))
 LOADED = common.PREFIX + "work"
 RUN_DB = common.PREFIX + "work_run"
 
@@ -54,7 +60,7 @@ def worker_child(barrier, url: str, owner: str, max_items: int, seconds: float) 
     deadline = t0 + seconds
     passes = 0
     while time.monotonic() < deadline:
-        result = work_pass(max_items=max_items, lease_owner=owner)
+        result = work_pass(max_items=max_items, lease_owner=owner, batch=BATCH)
         passes += 1
         if ours.work_claimed(result) == 0:
             break

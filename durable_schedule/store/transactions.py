@@ -47,7 +47,7 @@ from durable_schedule.errors import (
     ScopeLost,
     WrongRole,
 )
-from durable_schedule.store import identifiers
+from durable_schedule.store import arrays, identifiers
 from durable_schedule.store.inspection import DISPATCHER_ROLE, RUNTIME_ROLE
 
 SCOPE_SETTING = "durable_schedule.scope_id"
@@ -160,6 +160,7 @@ def _cursor(conn):
         pg = conn.connection
         if pg.prepare_threshold is None:
             pg.prepare_threshold = _ONLY_WHEN_ASKED
+        arrays.register(pg)  # BinaryArray parameters in the binary format (store/arrays.py)
         raw = psycopg.Cursor(pg)
         # The cursor gets the project's time zone when the connection's timestamptz loader
         # disagrees (the adapters map is otherwise the connection's own: jsonb as text).
@@ -254,6 +255,9 @@ _CURRENT_ROLE = "select current_user"
 # current_user is the connection's own role, the last proves the switch took.
 _OWN_ROLE_THEN_RUNTIME = "select current_user, set_config('role', %s, true), current_user"
 _BACK_TO_ROLE = "select set_config('role', %s, true), set_config(%s, '', true)"
+# Left to right as well: current_user is read before the function switches to the runtime role
+# (the function is executable by the connection's own role only, which is the role then).
+_OWN_ROLE_THEN_ROUTED = "select current_user, durable_schedule_enter_routed(%s)"
 
 
 @contextmanager
@@ -269,33 +273,52 @@ def routed_batch(*, using: str | None = None,
     admits exactly one scope at a time, as in :func:`routed`; the transaction commits once.
     ``claiming=True`` starts as ``durable_runtime`` with no scope (for the cross-scope claim);
     ``claiming=False`` starts as the connection's own role, so the first ``enter`` needs no
-    switch back (the group commit: one statement fewer).
+    switch back and reads the own role in the same statement (the group commit: two statements
+    fewer). ``enter.own_role`` is the connection's own role (claiming); a statement that itself
+    returns to it (``set_config('role', own_role, true)`` as its last effect, no scope set)
+    calls ``enter.returned()``, and the next ``enter`` skips the switch back.
     """
     conn = connection(using)
     with transaction.atomic(using=conn.alias, durable=True), _cursor(conn) as cur:
+        # The connection's own role: read with the switch to the runtime role (claiming), or
+        # with the first scope entry (not claiming: one round trip fewer).
+        own_role: list[str | None] = [None]
         if claiming:
             cur.execute(_OWN_ROLE_THEN_RUNTIME, [RUNTIME_ROLE])
-            own_role, _, user = cur.fetchone()
+            own_role[0], _, user = cur.fetchone()
             if user != RUNTIME_ROLE:
                 raise WrongRole(f"expected to run as {RUNTIME_ROLE}, current_user is {user}")
-        else:
-            cur.execute(_CURRENT_ROLE)
-            own_role = cur.fetchone()[0]
-        nested = own_role if conn.savepoint_ids else None
-        switched = [claiming]
+        at_own_role = [not claiming]
 
         def enter(routing_id: int) -> str | None:
-            if switched[0]:
-                cur.execute(_BACK_TO_ROLE, [own_role, SCOPE_SETTING])
-            switched[0] = True
+            first = own_role[0] is None
+            if not at_own_role[0]:
+                cur.execute(_BACK_TO_ROLE, [own_role[0], SCOPE_SETTING])
+            at_own_role[0] = False
             try:
-                cur.execute(_ENTER_ROUTED, [int(routing_id)])
+                cur.execute(_OWN_ROLE_THEN_ROUTED if first else _ENTER_ROUTED,
+                            [int(routing_id)])
             except DatabaseError as exc:
                 raise (_wrong_role(exc) or exc) from exc
-            return cur.fetchone()[0]
+            row = cur.fetchone()
+            if first:
+                own_role[0] = row[0]
+            return row[-1]
 
+        def returned() -> None:
+            # The caller's last statement ended with set_config('role', enter.own_role, true)
+            # and set no scope (the batched claim does, after its claim): the next enter needs
+            # no switch back.
+            at_own_role[0] = True
+
+        enter.own_role = own_role[0]
+        enter.returned = returned
         yield cur, enter
-        _leave_if_nested(cur, nested)
+        if conn.savepoint_ids:
+            if own_role[0] is None:  # never switched: the current role is the own one
+                cur.execute(_CURRENT_ROLE)
+                own_role[0] = cur.fetchone()[0]
+            _leave_if_nested(cur, own_role[0])
 
 
 @contextmanager

@@ -2,19 +2,21 @@
 (issue 16 item 2; docs/work.md "Batched Work").
 
 :func:`admit_batch` runs one outermost runtime transaction (``routed_batch``): the schema floor
-check, ``claim_work_dispatch`` for up to ``n`` rows, then per scope of the claimed rows one
+check and ``claim_work_dispatch`` for up to ``n`` rows in one statement (which ends back at the
+connection's own role), then per scope of the claimed rows one
 ``lock_claimed_many`` statement, the usual decision per row (:mod:`.decisions`, every rule in
 one place) and one ``admit_many`` statement writing all plain admissions of the scope (the
 rarer outcomes -- refusal, suspension, recovery -- keep their own guarded transition).
 It commits before anything is invoked, so every permit is durable before its effect can start
 -- exactly as in the per-item path, only once for the batch.
 
-:func:`record_outcomes` is the group commit: one transaction, per scope one
-``lock_leased_many`` (each row locked only while *its* lease -- owner and lease generation --
-still holds it) and one ``complete_many`` UNNEST statement for every success before the
-deadline (pgqueuer's completion shape). Everything else (failures, late results, not-invoked
-attempts) goes through the per-item :func:`~.outcome.apply_outcome` in the same transaction,
-and an attempt whose lease is gone is fenced alone (``lost``, its result quarantined) without
+:func:`record_outcomes` is the group commit: one transaction, per scope one ``complete_many``
+UNNEST statement for every success (pgqueuer's completion shape, lock included: each row
+locked only while *its* lease -- owner and lease generation -- still holds it, the clock read
+after the lock, completed when before its deadline). What it leaves and everything else
+(failures, late results, not-invoked attempts) is locked again with ``lock_leased_many`` and
+goes through the per-item :func:`~.outcome.apply_outcome` in the same transaction, and an
+attempt whose lease is gone is fenced alone (``lost``, its result quarantined) without
 touching the others. The caller commits the outcomes before its next claim: nothing it
 acknowledges lives only in memory.
 
@@ -35,6 +37,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from durable_schedule.observability.metrics import observe_claim
+from durable_schedule.store.arrays import BinaryArray
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import routed_batch
 from durable_schedule.work.decisions import RECONCILE, Invoke, decide
@@ -43,7 +46,6 @@ from durable_schedule.work.rows import (
     LeaseConflict,
     WorkRow,
     admit_many,
-    dumps,
     lock_claimed_many,
     lock_leased_many,
 )
@@ -80,12 +82,13 @@ def admit_batch(opts: Options, lease_seconds: float, n: int) -> Admission:
             started = time.perf_counter()
             cur.execute(query(_QUERIES, "floor_and_claim"),
                         {"owner": opts.owner, "lease_seconds": lease_seconds, "max_rows": n,
-                         "queues": opts.claim_queues})
+                         "queues": opts.claim_queues, "own_role": enter.own_role})
             found = cur.fetchall()
+            enter.returned()  # the statement ended back at the own role
             observe_claim("work", time.perf_counter() - started,
                           sum(1 for row in found if row[2] is not None))
             refuse_below_floor(*found[0][:2])  # raising rolls the claim back
-            out.claims = [Claim(*row[2:]) for row in found if row[2] is not None]
+            out.claims = [Claim(*row[2:5]) for row in found if row[2] is not None]
             for routing_id, claims in _by_scope(out.claims, lambda c: c.routing_id):
                 scope_id = enter(routing_id)
                 rows = {} if scope_id is None else lock_claimed_many(
@@ -131,39 +134,47 @@ def record_outcomes(results: list[tuple[Invoke, AttemptOutcome]], opts: Options)
     with routed_batch(using=opts.using, claiming=False) as (cur, enter):
         for routing_id, group in _by_scope(results, lambda r: r[0].routing_id):
             scope_id = enter(routing_id)
-            rows = {} if scope_id is None else lock_leased_many(
-                cur, [(a.row.id, a.row.lease_generation) for a, _ in group], opts.owner)
-            fast: list[tuple[Invoke, WorkRow, AttemptOutcome]] = []
-            for action, outcome in group:
+            if scope_id is None:
+                for action, outcome in group:
+                    record_lost(cur, action, opts.owner, outcome, tally)
+                continue
+            done = _complete_many(cur, [(a, o) for a, o in group if o.kind == "succeeded"],
+                                  opts.owner, tally)
+            rest = [(a, o) for a, o in group if a.row.id not in done]
+            if not rest:
+                continue
+            # A lease lost, a deadline reached, a failure, an attempt not invoked: locked again
+            # under its lease and recorded item by item, in this transaction.
+            rows = lock_leased_many(cur, [(a.row.id, a.row.lease_generation) for a, _ in rest],
+                                    opts.owner)
+            for action, outcome in rest:
                 row = rows.get(action.row.id)
                 if row is None:
                     record_lost(cur, action, opts.owner, outcome, tally)
-                elif outcome.kind == "succeeded" and not row.deadline_reached():
-                    fast.append((action, row, outcome))
                 else:
                     apply_outcome(cur, row, action.permit_no, outcome, opts.owner, tally)
-            _complete_many(cur, fast, opts.owner, tally)
     return tally
 
 
-def _complete_many(cur, fast: list[tuple[Invoke, WorkRow, AttemptOutcome]], owner: str,
-                   tally: Counter) -> None:
-    if not fast:
-        return
+def _complete_many(cur, successes: list[tuple[Invoke, AttemptOutcome]], owner: str,
+                   tally: Counter) -> set[int]:
+    """Complete, in one statement, the successes whose lease still holds and whose deadline has
+    not passed (the statement locks, samples the clock and decides); the ids it completed."""
+    if not successes:
+        return set()
     cur.execute(query(_QUERIES, "complete_many"), {
-        "ids": [row.id for _, row, _ in fast],
-        "generations": [row.lease_generation for _, row, _ in fast],
-        "permits": [action.permit_no for action, _, _ in fast],
-        "results": [outcome.result_json for _, _, outcome in fast],
-        "nows": [row.now for _, row, _ in fast],
-        "details": [dumps({"from": row.state, "to": "succeeded", "permit_no": action.permit_no})
-                    for action, row, _ in fast],
+        "ids": [action.row.id for action, _ in successes],
+        "generations": [action.row.lease_generation for action, _ in successes],
+        "permits": [action.permit_no for action, _ in successes],
+        "results": BinaryArray(outcome.result_json for _, outcome in successes),
         "lease_owner": owner,
     })
-    moved, resolved = cur.fetchone()
-    if moved != len(fast) or resolved != len(fast):
-        # The rows are locked under their leases in this transaction: only a tampered store
-        # can get here. Raising rolls every outcome of the batch back (none is acknowledged).
-        raise LeaseConflict(f"group commit moved {moved} of {len(fast)} rows "
-                            f"({resolved} permits)")
-    tally["succeeded"] += moved
+    completed, resolved = cur.fetchone()
+    if resolved != len(completed):
+        # Each completed row was locked under its lease with an open permit: only a tampered
+        # store can get here. Raising rolls every outcome of the batch back (none is
+        # acknowledged) and the caller records them one by one.
+        raise LeaseConflict(f"group commit moved {len(completed)} rows, resolved {resolved} "
+                            "permits")
+    tally["succeeded"] += len(completed)
+    return set(completed)

@@ -200,3 +200,26 @@ def test_runner_metrics_port__serves_the_process_metrics():
         text = reply.read().decode()
     assert "durable_schedule_pass_duration_seconds" in text
     assert "durable_schedule_store_up" not in text  # store gauges are the view's
+
+
+@pytest.mark.parametrize("provider", [trace.ProxyTracerProvider, trace.NoOpTracerProvider])
+def test_tracing__without_an_sdk_provider_no_span_is_started(monkeypatch, provider):
+    from durable_schedule.observability import tracing
+
+    monkeypatch.setattr(trace, "get_tracer_provider", provider)
+    with tracing.span("durable_schedule.work.pass", scope="s") as current:
+        assert current is None
+    traced = tracing.traced_attempt(lambda action: "ran")
+    assert traced(object()) == "ran"
+
+
+def test_tracing__an_sdk_provider_configured_later_is_used(monkeypatch):
+    from durable_schedule.observability import tracing
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
+    with tracing.span("durable_schedule.work.pass", scope="s") as current:
+        assert current is not None
+    assert [s.name for s in exporter.get_finished_spans()] == ["durable_schedule.work.pass"]
