@@ -33,6 +33,7 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 
 from durable_schedule.admin import scoping, timeline
 from durable_schedule.errors import DurableError
+from durable_schedule.evaluation.cron.fence import REASON as TZ_RULES_CHANGED
 
 #: The most rows one operation handles (the ids travel in the URL).
 MAX_ROWS = 100
@@ -263,8 +264,11 @@ class _Operations:
 
 # ---------------------------------------------------------------- schedules
 #: The suspensions whose one fix is a new generation through the public update path
-#: (docs/admin.md "State or reason -> the one action that fixes it").
-REISSUE_REASONS = ("clock_jump", "unevaluable", "scope_generation_mismatch", "operator")
+#: (docs/admin.md "State or reason -> the one action that fixes it"). ``tz_rules_changed``:
+#: the new generation binds the time-zone rules in force, what ``durable_tz_rules --apply``
+#: does for every affected schedule at once.
+REISSUE_REASONS = ("clock_jump", "unevaluable", "scope_generation_mismatch", "operator",
+                   TZ_RULES_CHANGED)
 #: How many next instants the re-issue confirmation page shows.
 PREVIEW_COUNT = 5
 
