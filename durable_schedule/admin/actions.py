@@ -297,6 +297,14 @@ class ScheduleOperations(_Operations):
     actions = ("suspend_selected", "release_selected", "pause_selected", "resume_selected",
                "delete_selected_schedules")
 
+    def operations_for(self, request, obj) -> list[dict]:
+        """As for every row, but *Run now…* only while the API would accept it (a held slot,
+        or buffer_all's waiting instants, refuse it with DS150: docs/admin.md)."""
+        offered = super().operations_for(request, obj)
+        if any(op["name"] == "trigger" for op in offered) and not timeline.run_now_allowed(obj):
+            offered = [op for op in offered if op["name"] != "trigger"]
+        return offered
+
     def has_suspend_permission(self, request):
         return self.has_operation_permission(request, self.operations["suspend"])
 

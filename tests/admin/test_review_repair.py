@@ -14,7 +14,7 @@ from durable_schedule.evaluation.cron import zones
 from durable_schedule.store.models import ScheduleDefinition
 from tests.admin.test_actions import confirm, messages_of
 from tests.evaluation.cron.tzif import write_tzif
-from tests.schedules.conftest import SCOPE, definition, run_pass
+from tests.schedules.conftest import SCOPE, T0, TEN, definition, run_pass, set_work_state, works
 from tests.schedules.test_cron import BERLIN_EARLY
 
 pytestmark = pytest.mark.django_db
@@ -42,3 +42,40 @@ def test_a_tz_rules_suspension_is_repaired_by_the_offered_reissue(csrf_client, s
         assert "re-issued as generation 2, now active" in message
         run_pass(clock, datetime(2030, 1, 1, 11, 0, 2, tzinfo=UTC))
         assert definition("noon")["state"] == "active"  # bound to the current rules now
+
+
+def offered(client, pk) -> list[str]:
+    return [op["name"] for op in client.get(reverse(CHANGE, args=[pk])).context["operations"]]
+
+
+@pytest.mark.parametrize("overlap", ["queue_one", "skip", "buffer_all"])
+def test_run_now_is_not_offered_while_the_api_would_refuse_it(client, superuser, clock,
+                                                              overlap):
+    """*Run now* while the slot is held (or, for buffer_all, while buffered instants wait)
+    is refused with DS150, so the detail page does not offer it then; it comes back as soon
+    as the API would accept it."""
+    target = schedule_targets.report.target(payload={"report": "r"})
+    schedules.create(SCOPE, "r", schedules.Every(TEN), target, overlap=overlap)
+    pk = ScheduleDefinition.objects.get(scope_id=SCOPE, schedule_id="r").pk
+    client.force_login(superuser)
+    assert "trigger" in offered(client, pk)
+    run_pass(clock, T0 + TEN)  # 12:10 runs and holds the slot
+    assert "trigger" not in offered(client, pk)
+    run_pass(clock, T0 + 2 * TEN)  # buffer_all: 12:20 waits behind it
+    [(work_id, _, *_)] = works()
+    set_work_state(work_id, "succeeded")
+    if overlap == "buffer_all":  # the slot is free, but 12:20 runs first
+        assert "trigger" not in offered(client, pk)
+        run_pass(clock, T0 + 2 * TEN + TEN // 2)
+        set_work_state(works()[-1][0], "succeeded")
+    assert "trigger" in offered(client, pk)
+
+
+def test_run_now_stays_offered_under_allow_all_while_work_runs(client, superuser, clock):
+    target = schedule_targets.report.target(payload={"report": "r"})
+    schedules.create(SCOPE, "r", schedules.Every(TEN), target, overlap="allow_all")
+    pk = ScheduleDefinition.objects.get(scope_id=SCOPE, schedule_id="r").pk
+    run_pass(clock, T0 + TEN)
+    client.force_login(superuser)
+    assert "trigger" in offered(client, pk)
+    assert schedules.trigger(SCOPE, "r", "now-1").created  # and the API accepts it
