@@ -298,12 +298,12 @@ class ScheduleOperations(_Operations):
                "delete_selected_schedules")
 
     def operations_for(self, request, obj) -> list[dict]:
-        """As for every row, but *Run now…* only while the API would accept it (a held slot,
-        or buffer_all's waiting instants, refuse it with DS150: docs/admin.md)."""
-        offered = super().operations_for(request, obj)
-        if any(op["name"] == "trigger" for op in offered) and not timeline.run_now_allowed(obj):
-            offered = [op for op in offered if op["name"] != "trigger"]
-        return offered
+        """As for every row, minus what the API would refuse right now (docs/admin.md): *Run
+        now…* while the slot is held or buffer_all's instants wait (DS150), and *Re-issue…*
+        when the stored spec cannot be read back (DS114: the fix is ``update(spec=...)``)."""
+        refused = {"trigger": timeline.run_now_allowed, "reissue": timeline.reissue_possible}
+        return [op for op in super().operations_for(request, obj)
+                if op["name"] not in refused or refused[op["name"]](obj)]
 
     def has_suspend_permission(self, request):
         return self.has_operation_permission(request, self.operations["suspend"])

@@ -243,6 +243,20 @@ def _buffered(active: ScheduleGeneration | None) -> int | None:
         state="pending", kind__in=("nominal", "recovery")).count()
 
 
+def _active_generation(schedule: ScheduleDefinition) -> ScheduleGeneration | None:
+    return ScheduleGeneration.objects.filter(
+        scope_id=schedule.scope_id, schedule_id=schedule.schedule_id,
+        generation=schedule.active_generation).first()
+
+
+def reissue_possible(schedule: ScheduleDefinition) -> bool:
+    """Whether a re-issue without changes can succeed: the active generation's stored spec can
+    be read back (``update`` re-uses it; an unreadable one is refused with DS114, and the fix
+    is ``schedules.update(spec=...)`` from code, which the detail page says instead)."""
+    active = _active_generation(schedule)
+    return active is not None and not _unevaluable(active)
+
+
 def run_now_allowed(schedule: ScheduleDefinition) -> bool:
     """Whether ``schedules.trigger`` would accept a run now under the active generation's
     overlap policy (``evaluation/overlap.py``'s one rule): the slot -- the Work of the latest
@@ -253,9 +267,7 @@ def run_now_allowed(schedule: ScheduleDefinition) -> bool:
     from durable_schedule.evaluation.overlap import trigger_allowed
     from durable_schedule.schedules.records import TERMINAL_WORK_STATES
 
-    active = ScheduleGeneration.objects.filter(
-        scope_id=schedule.scope_id, schedule_id=schedule.schedule_id,
-        generation=schedule.active_generation).first()
+    active = _active_generation(schedule)
     if active is None:
         return False
     latest = (Occurrence.objects.filter(scope_id=schedule.scope_id,

@@ -79,3 +79,33 @@ def test_run_now_stays_offered_under_allow_all_while_work_runs(client, superuser
     client.force_login(superuser)
     assert "trigger" in offered(client, pk)
     assert schedules.trigger(SCOPE, "r", "now-1").created  # and the API accepts it
+
+
+def unreadable_suspended(tamper: bool) -> int:
+    from django.db import connection
+
+    from tests.admin.conftest import seed_schedule
+
+    seeded = seed_schedule(SCOPE, "broken", state="suspended", reason="unevaluable")
+    if tamper:
+        with connection.cursor() as cur:  # as the owner: the generation trigger refuses UPDATE
+            cur.execute("alter table durable_schedule_generation disable trigger user")
+            cur.execute("update durable_schedule_generation set spec = '{\"interval_us\": -1}'"
+                        " where scope_id = %s and schedule_id = 'broken'", [SCOPE])
+            cur.execute("alter table durable_schedule_generation enable trigger user")
+    return seeded["pk"]
+
+
+@pytest.mark.parametrize("tamper", [True, False])
+def test_reissue_is_not_offered_for_a_stored_spec_that_cannot_be_read(client, superuser, clock,
+                                                                      tamper):
+    """An unevaluable row whose stored spec cannot be read back is repaired only by
+    ``update(spec=...)`` from code: the re-issue without changes is refused (DS114), so the
+    detail page says so and does not offer it (docs/admin.md); with a readable spec it does."""
+    pk = unreadable_suspended(tamper)
+    client.force_login(superuser)
+    page = client.get(reverse(CHANGE, args=[pk]))
+    ops = [op["name"] for op in page.context["operations"]]
+    assert ("reissue" in ops) is not tamper
+    if tamper:
+        assert "cannot be evaluated" in page.content.decode()
