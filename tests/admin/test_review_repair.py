@@ -109,3 +109,19 @@ def test_reissue_is_not_offered_for_a_stored_spec_that_cannot_be_read(client, su
     assert ("reissue" in ops) is not tamper
     if tamper:
         assert "cannot be evaluated" in page.content.decode()
+
+
+def test_reissue_preview_shows_no_instant_before_start_at(csrf_client, superuser, clock):
+    """The re-issue page shows what the new generation will schedule; with a ``start_at``
+    still ahead, no instant before it exists (the new cursor starts just before it)."""
+    from tests.admin.test_actions import operate_url
+    from tests.admin.test_lifecycle_actions import make, suspend_for
+
+    pk = make("s", start_at=T0 + 6 * TEN)  # from 13:00 on
+    suspend_for(pk, "operator")
+    csrf_client.force_login(superuser)
+    html = csrf_client.get(operate_url("reissue", pk)).content.decode()
+    preview = html.split('id="operation-previews"')[1].split("</table>")[0]
+    assert "2030-01-01 12:10:00 UTC" not in preview and "2030-01-01 13:00:00 UTC" in preview
+    [message] = messages_of(confirm(csrf_client, "reissue", pk))
+    assert "2030-01-01 13:00:00 UTC" in message  # the new generation's first due instant
