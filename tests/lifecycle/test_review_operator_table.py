@@ -36,3 +36,14 @@ def test_a_schedule_completed_by_end_at_runs_again_after_an_update_removing_it(c
     finish_running()
     run_pass(clock, at(21))
     assert len(ran()) == 2
+
+
+@pytest.mark.parametrize("note", [None, "   ", 5, "x" * 1001])
+def test_a_bad_pause_note_is_refused_naming_the_note_and_changes_nothing(clock, target, note):
+    from durable_schedule.errors import InvalidArgument
+
+    create("s", schedules.Every(TEN), target)
+    with pytest.raises(InvalidArgument) as refused:
+        schedules.pause(SCOPE, "s", note)
+    assert refused.value.context["field"] == "note" and "note" in refused.value.message
+    assert definition("s")["state"] == "active"
