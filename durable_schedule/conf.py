@@ -131,7 +131,16 @@ def metrics_token() -> str | None:
 
 
 def autodiscover() -> bool:
-    return _get("AUTODISCOVER") is True
+    """Whether AppConfig.ready imports every app's work module. Checked here, not only by the
+    settings check: ready() runs in processes where system checks never do (a WSGI worker, a
+    shell), and a non-bool such as "false" must not silently turn the import off."""
+    value = _get("AUTODISCOVER")
+    if not isinstance(value, bool):
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured("DURABLE_SCHEDULE['AUTODISCOVER'] must be True or False, "
+                                   f"not {value!r}"[:200])
+    return value
 
 
 def default_scope() -> str | None:

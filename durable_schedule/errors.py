@@ -204,8 +204,9 @@ class ScheduleNotTriggerable(ScheduleError):
 class BackfillRefused(ScheduleError):
     code = "DS153"
     next_action = (
-        "A backfill covers an active or paused schedule, at most 1000 instants, and under "
-        "queue_one or buffer_all one new instant per request (docs/schedules.md \"Backfill\")."
+        "A backfill covers an active or paused schedule, at most 1000 instants, under "
+        "queue_one or buffer_all one new instant per request, and never more runs than "
+        "max_runs leaves (docs/schedules.md \"Backfill\")."
     )
 
 

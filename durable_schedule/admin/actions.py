@@ -33,6 +33,7 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 
 from durable_schedule.admin import scoping, timeline
 from durable_schedule.errors import DurableError
+from durable_schedule.evaluation.cron.fence import REASON as TZ_RULES_CHANGED
 
 #: The most rows one operation handles (the ids travel in the URL).
 MAX_ROWS = 100
@@ -263,8 +264,11 @@ class _Operations:
 
 # ---------------------------------------------------------------- schedules
 #: The suspensions whose one fix is a new generation through the public update path
-#: (docs/admin.md "State or reason -> the one action that fixes it").
-REISSUE_REASONS = ("clock_jump", "unevaluable", "scope_generation_mismatch", "operator")
+#: (docs/admin.md "State or reason -> the one action that fixes it"). ``tz_rules_changed``:
+#: the new generation binds the time-zone rules in force, what ``durable_tz_rules --apply``
+#: does for every affected schedule at once.
+REISSUE_REASONS = ("clock_jump", "unevaluable", "scope_generation_mismatch", "operator",
+                   TZ_RULES_CHANGED)
 #: How many next instants the re-issue confirmation page shows.
 PREVIEW_COUNT = 5
 
@@ -292,6 +296,14 @@ class ScheduleOperations(_Operations):
     operations = SCHEDULE_OPERATIONS
     actions = ("suspend_selected", "release_selected", "pause_selected", "resume_selected",
                "delete_selected_schedules")
+
+    def operations_for(self, request, obj) -> list[dict]:
+        """As for every row, minus what the API would refuse right now (docs/admin.md): *Run
+        now…* while the slot is held or buffer_all's instants wait (DS150), and *Re-issue…*
+        when the stored spec cannot be read back (DS114: the fix is ``update(spec=...)``)."""
+        refused = {"trigger": timeline.run_now_allowed, "reissue": timeline.reissue_possible}
+        return [op for op in super().operations_for(request, obj)
+                if op["name"] not in refused or refused[op["name"]](obj)]
 
     def has_suspend_permission(self, request):
         return self.has_operation_permission(request, self.operations["suspend"])

@@ -243,6 +243,43 @@ def _buffered(active: ScheduleGeneration | None) -> int | None:
         state="pending", kind__in=("nominal", "recovery")).count()
 
 
+def _active_generation(schedule: ScheduleDefinition) -> ScheduleGeneration | None:
+    return ScheduleGeneration.objects.filter(
+        scope_id=schedule.scope_id, schedule_id=schedule.schedule_id,
+        generation=schedule.active_generation).first()
+
+
+def reissue_possible(schedule: ScheduleDefinition) -> bool:
+    """Whether a re-issue without changes can succeed: the active generation's stored spec can
+    be read back (``update`` re-uses it; an unreadable one is refused with DS114, and the fix
+    is ``schedules.update(spec=...)`` from code, which the detail page says instead)."""
+    active = _active_generation(schedule)
+    return active is not None and not _unevaluable(active)
+
+
+def run_now_allowed(schedule: ScheduleDefinition) -> bool:
+    """Whether ``schedules.trigger`` would accept a run now under the active generation's
+    overlap policy (``evaluation/overlap.py``'s one rule): the slot -- the Work of the latest
+    linked occurrence, as the API reads it -- is free and, for ``buffer_all``, no buffered
+    instant waits; always under ``allow_all``. The detail page offers *Run now…* only then,
+    never an action the API would refuse with DS150 (a race with the runner is still refused
+    on the confirmation page, writing nothing)."""
+    from durable_schedule.evaluation.overlap import trigger_allowed
+    from durable_schedule.schedules.records import TERMINAL_WORK_STATES
+
+    active = _active_generation(schedule)
+    if active is None:
+        return False
+    latest = (Occurrence.objects.filter(scope_id=schedule.scope_id,
+                                        schedule_id=schedule.schedule_id, work_id__isnull=False)
+              .order_by("-id").values_list("work_id", flat=True).first())
+    occupied = latest is not None and Work.objects.filter(
+        scope_id=schedule.scope_id, work_id=latest).exclude(
+        state__in=TERMINAL_WORK_STATES).exists()
+    return trigger_allowed(active.overlap_policy, occupied=occupied,
+                           buffered=_buffered(active) or 0)
+
+
 def _unevaluable(generation: ScheduleGeneration) -> bool:
     try:
         spec_from_json(generation.kind, generation.spec, generation.evaluator_version)

@@ -76,6 +76,13 @@ def runs_left(bounds: Bounds, runs: int) -> int | None:
     return max(0, bounds.max_runs - runs)
 
 
+def exists(instant: datetime, bounds: Bounds) -> bool:
+    """Whether ``instant`` of the grid exists for the generation: not before ``start_at``, not
+    after ``end_at`` (for a caller outside the cursor's window, such as a backfill)."""
+    return ((bounds.start_at is None or instant >= bounds.start_at)
+            and (bounds.end_at is None or instant <= bounds.end_at))
+
+
 def within(instant: datetime | None, bounds: Bounds) -> datetime | None:
     """``instant`` when the bounds allow it, else ``None`` (no further instant exists)."""
     if instant is None or (bounds.end_at is not None and instant > bounds.end_at):

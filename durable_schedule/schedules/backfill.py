@@ -8,7 +8,8 @@ occurrence is ``(scope, schedule, generation, kind, first)``, so a repeated back
 overlapping range finds the instants it already materialized and creates nothing for them: no
 duplicate Work, whatever the request ids. The cursor does not move (a backfill is beside the
 schedule's own progress, not part of it), and ``max_runs`` counts what it runs like any other
-recovery run.
+recovery run: one that would run more than the runs left is refused (DS153). Instants before
+``start_at`` or after ``end_at`` do not exist for the generation, so a backfill never runs them.
 
 Overlap (evaluation/overlap.py): ``allow_all`` runs every new instant at once; ``skip`` runs the
 first new instant when the slot is free and records the others skipped (counted under
@@ -31,6 +32,7 @@ from durable_schedule.barriers import (
 )
 from durable_schedule.default_scope import scope_optional
 from durable_schedule.errors import BackfillRefused, InvalidArgument, TriggerSlotBusy
+from durable_schedule.evaluation import bounds as bounding
 from durable_schedule.evaluation.timeline import as_utc, instants_in, next_instant_after
 from durable_schedule.processor import lifecycle as hooks
 from durable_schedule.processor.bridge import OccurrenceIdentity, bridge
@@ -63,7 +65,8 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
 
     Raises ``InvalidArgument`` (DS406) for a naive or reversed range or one in the future,
     ``BackfillRefused`` (DS153) for too many instants, a queue_one range of several new
-    instants, or a schedule that is not active or paused, and ``TriggerSlotBusy`` (DS150).
+    instants, more runs than ``max_runs`` leaves, or a schedule that is not active or paused,
+    and ``TriggerSlotBusy`` (DS150).
     """
     validate_scope_id(scope)
     schedule_id = check.schedule_id(schedule_id)
@@ -90,7 +93,10 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
                                   "past for the schedule yet", schedule_id=schedule_id,
                                   cursor_utc=records.iso(d.cursor_utc))
         spec = d.spec()
-        instants = _instants(spec, d.accepted_at_utc, start, end)
+        bounds = hooks.bounds_of(d)
+        # start_at / end_at: an instant outside them does not exist for the generation.
+        instants = [t for t in _instants(spec, d.accepted_at_utc, start, end)
+                    if bounding.exists(t, bounds)]
         key = {"scope_id": scope, "schedule_id": schedule_id, "generation": d.generation}
         existing = {r[0] for r in hooks.run_lifecycle(cur, "backfilled", {
             **key, "start": start, "end": end}).fetchall()}
@@ -112,6 +118,12 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
                 f"{d.overlap} runs one instant at a time: backfill one instant per request, or "
                 "use overlap skip or allow_all", schedule_id=schedule_id, new=len(new))
         run_now = new if d.overlap == "allow_all" else new[:1]
+        left = bounding.runs_left(bounds, hooks.decide_inputs(cur, d)["runs"])
+        if left is not None and len(run_now) > left:
+            # max_runs counts a backfill's runs like any recovery run: never past the bound.
+            raise BackfillRefused(
+                f"the backfill would run {len(run_now)} instants, max_runs leaves {left}",
+                schedule_id=schedule_id, max_runs=d.max_runs, runs_left=left)
         skipped = [t for t in new if t not in run_now]
         ran = []
         for instant in run_now:

@@ -15,12 +15,13 @@ match, through the public API (the same writer as every other caller):
 
 * a declared identity that does not exist is created;
 * one whose active generation differs (spec, target, overlap, misfire, safety window, bounds,
-  jitter) gets a new
+  jitter, buffer limit) gets a new
   generation through ``update`` -- an unchanged declaration is a no-op, so a deploy that changes
   nothing creates no generation and never re-anchors anything;
-* a schedule that an earlier sync created (its active generation's actor is
-  :data:`SYNC_ACTOR`) and that no declaration names any more is reported, and deleted only with
-  ``--prune``; schedules created by anyone else are never touched;
+* a schedule that an earlier sync created or updated (one of its generations has the actor
+  :data:`SYNC_ACTOR`, whoever wrote the active one since) and that no declaration names any
+  more is reported, and deleted only with ``--prune``; schedules sync never wrote are never
+  touched;
 * a declared identity that was deleted is reported as a conflict (deletion is terminal for an
   identity): rename the declaration.
 
@@ -50,7 +51,12 @@ from durable_schedule.schedules import api
 from durable_schedule.schedules import validation as check
 from durable_schedule.schedules.info import ScheduleInfo
 from durable_schedule.store.sqlfiles import query
-from durable_schedule.store.transactions import connection, routed, validate_scope_id
+from durable_schedule.store.transactions import (
+    connection,
+    routed,
+    scoped,
+    validate_scope_id,
+)
 from durable_schedule.work.target import WorkTarget
 
 #: The actor of every generation sync_schedules writes: how it recognises what it manages.
@@ -271,12 +277,20 @@ def _normal(value: Any) -> Any:
 
 
 def _managed(scope: str) -> list[ScheduleInfo]:
+    """The live schedules of ``scope`` that sync manages: one of their generations was written
+    by sync (created or updated from a declaration). Not only the active generation's actor:
+    the repair of a declared schedule (an operator's re-issue, ``durable_tz_rules --apply``)
+    writes a generation under its own actor, and the schedule is still the declared one."""
+    with scoped(scope, using=conf.database_alias(), create=False) as cur:
+        cur.execute(query(_QUERIES, "synced_schedule_ids"),
+                    {"scope_id": scope, "actor": SYNC_ACTOR})
+        synced = {row[0] for row in cur.fetchall()}
     out: list[ScheduleInfo] = []
     after = ""
     while True:
         page = api.list_schedules(scope, states=["active", "suspended", "paused", "completed"],
                                   after=after, limit=1000)
-        out += [i for i in page if i.created_by == SYNC_ACTOR]
+        out += [i for i in page if i.schedule_id in synced]
         if len(page) < 1000:
             return out
         after = page[-1].schedule_id

@@ -61,7 +61,7 @@ def pause(scope: str, schedule_id: str, note: str = "", actor: str = "", *,
     """
     validate_scope_id(scope)
     schedule_id = check.schedule_id(schedule_id)
-    note = check.reason(note) if note != "" else ""
+    note = check.reason(note, "note") if note != "" else ""
     actor = check.actor(actor)
     expected_revision = check.revision(expected_revision, optional=True)
     with scoped(scope) as cur:

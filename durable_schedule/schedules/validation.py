@@ -77,12 +77,13 @@ def actor(value: Any) -> str:
     return value
 
 
-def reason(value: Any) -> str:
-    """An operator's suspension note: non-blank text of at most 1000 characters."""
+def reason(value: Any, field: str = "reason") -> str:
+    """An operator's note (a suspension reason, a pause note): non-blank text of at most 1000
+    characters. ``field``: the argument's name, which the error names."""
     if not isinstance(value, str) or not value.strip():
-        raise InvalidArgument("reason must be a non-blank string", field="reason")
+        raise InvalidArgument(f"{field} must be a non-blank string", field=field)
     if len(value) > MAX_REASON or not _encodable(value) or "\x00" in value:
-        raise InvalidArgument("reason must be at most 1000 characters of text", field="reason")
+        raise InvalidArgument(f"{field} must be at most 1000 characters of text", field=field)
     return value
 
 

@@ -80,3 +80,31 @@ def test_backfill__refuses_ranges_that_are_not_past_for_the_schedule(clock, targ
     with pytest.raises(BackfillRefused):  # 14 400 instants, more than 1000 per backfill
         schedules.backfill(SCOPE, "far", T0 - 100 * 24 * HOUR, T0 - HOUR, "bf")
     assert occurrences("s") == occurrences("far") == [] and works() == []
+
+
+def test_backfill__instants_before_start_at_do_not_exist_and_are_not_run(clock, target):
+    """Review: ``start_at`` means no instant before it exists for the generation, so a
+    backfill over a range that begins earlier runs only the instants from ``start_at`` on."""
+    create("s", schedules.Every(TEN, anchor=T0 - 2 * HOUR), target, overlap="allow_all",
+           start_at=T0 - HOUR)
+    clock.set(T0 + HOUR)
+    done = schedules.backfill(SCOPE, "s", T0 - 2 * HOUR, T0 - 30 * MINUTE, "bf")
+    assert [t for t, _ in done.ran] == [T0 - HOUR + k * TEN for k in range(4)]
+    assert min(o[2] for o in occurrences("s")) == T0 - HOUR
+
+
+def test_backfill__never_runs_more_than_max_runs_allows_and_refuses_writing_nothing(clock,
+                                                                                    target):
+    """Review: a backfill's runs count toward ``max_runs`` like any recovery run, so one that
+    would run more than the runs left is refused (DS153) and writes nothing."""
+    create("s", schedules.Every(TEN, anchor=T0 - 2 * HOUR), target, overlap="allow_all",
+           max_runs=3)
+    clock.set(T0 + HOUR)
+    with pytest.raises(BackfillRefused, match="max_runs") as refused:
+        schedules.backfill(SCOPE, "s", T0 - HOUR, T0 - 30 * MINUTE, "bf-1")  # 4 instants
+    assert refused.value.code == "DS153"
+    assert occurrences("s") == [] and works() == []
+    done = schedules.backfill(SCOPE, "s", T0 - HOUR, T0 - 40 * MINUTE, "bf-2")  # 3: allowed
+    assert len(done.ran) == 3
+    with pytest.raises(BackfillRefused, match="max_runs"):
+        schedules.backfill(SCOPE, "s", T0 - 30 * MINUTE, T0 - 30 * MINUTE, "bf-3")

@@ -182,3 +182,20 @@ def test_sync__a_declared_cron_is_created_once_and_then_unchanged(committed_cloc
     assert again.unchanged == [("tenant-a", "nightly-report")], again.lines()
     info = schedules.get("tenant-a", "nightly-report")
     assert (info.kind, info.generation, info.max_runs) == ("cron", 1, 5)
+
+
+@pytest.mark.parametrize("repair_actor", ["root", "durable_tz_rules"])
+def test_sync__a_declared_schedule_repaired_by_a_new_generation_stays_managed(committed_clock,
+                                                                             repair_actor):
+    """Review: an operator's re-issue (admin) or ``durable_tz_rules --apply`` writes the active
+    generation under its own actor; the schedule is still the one sync created, so removing its
+    declaration is still reported, and pruned with --prune."""
+    declared.sync(declared=[decl("a"), decl("b")])
+    info = schedules.suspend("tenant-a", "b", "clock checked by hand", actor="root")
+    schedules.update("tenant-a", "b", expected_revision=info.revision, actor=repair_actor)
+    assert declared.sync(declared=[decl("a"), decl("b")]).unchanged == [
+        ("tenant-a", "a"), ("tenant-a", "b")]
+    kept = declared.sync(declared=[decl("a")])
+    assert kept.removed == [("tenant-a", "b")]
+    assert declared.sync(declared=[decl("a")], prune=True).pruned == [("tenant-a", "b")]
+    assert schedules.get("tenant-a", "b").state == "deleted"
