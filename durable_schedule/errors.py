@@ -181,7 +181,8 @@ class InvalidBounds(ScheduleError):
 class InvalidJitter(ScheduleError):
     code = "DS149"
     next_action = (
-        'jitter is a positive timedelta, shorter than an Every interval.'
+        'jitter is a positive timedelta, shorter than an Every interval or than the shortest'
+        ' gap between two instants of a Cron in the year ahead (the error names the gap).'
     )
 
 

@@ -153,7 +153,7 @@ def create(
     window = check.safety_window(safety_window)
     actor = check.actor(actor)
     bounds = Bounds(start_at=start_at, end_at=end_at, max_runs=max_runs)
-    jitter = _jitter(jitter, spec, target_json)
+    jitter = _jitter(jitter, spec, target_json, (scope, schedule_id))
     with scoped(scope) as cur:
         accepted = records.transaction_clock(cur)
         spec = bind_spec(spec, scope, schedule_id, accepted)
@@ -200,8 +200,9 @@ def _insert_generation(cur, scope, schedule_id, generation, spec, accepted, targ
     })
 
 
-def _jitter(jitter: Any, spec: ScheduleSpec, target_json: dict[str, Any]) -> timedelta | None:
-    jitter = jittering.validate(jitter, spec)
+def _jitter(jitter: Any, spec: ScheduleSpec, target_json: dict[str, Any],
+            identity: tuple[str, str]) -> timedelta | None:
+    jitter = jittering.validate(jitter, spec, identity)
     policy = target_json.get("policy") if isinstance(target_json, dict) else None
     if jitter is not None and isinstance(policy, dict) and policy.get("plan") is not None:
         # A planned Work's slots are acceptance-relative and refuse a due time (DS208).
@@ -295,7 +296,8 @@ def update(
         bounds = Bounds(start_at=d.start_at if start_at is _KEEP else start_at,
                         end_at=d.end_at if end_at is _KEEP else end_at,
                         max_runs=d.max_runs if max_runs is _KEEP else max_runs)
-        new_jitter = _jitter(d.jitter if jitter is _KEEP else jitter, spec, target_json)
+        new_jitter = _jitter(d.jitter if jitter is _KEEP else jitter, spec, target_json,
+                             (scope, schedule_id))
         cursor = bounding.initial_cursor(accepted, d.cursor_utc, bounds)
         due = _first_due(spec, accepted, cursor, bounds)
         generation = d.generation + 1

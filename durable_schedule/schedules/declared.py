@@ -104,11 +104,12 @@ def declare(schedule_id: str, spec: ScheduleSpec, *, target: WorkTarget, scope: 
     """
     bounds = Bounds(start_at=start_at, end_at=end_at, max_runs=max_runs)
     check.policies(overlap, misfire)
+    scope, schedule_id = validate_scope_id(scope), check.schedule_id(schedule_id)
     decl = Declaration(
-        scope=validate_scope_id(scope), schedule_id=check.schedule_id(schedule_id),
+        scope=scope, schedule_id=schedule_id,
         spec=check.spec(spec), target=target, overlap=overlap, misfire=misfire,
         safety_window=safety_window, start_at=bounds.start_at, end_at=bounds.end_at,
-        max_runs=bounds.max_runs, jitter=jittering.validate(jitter, spec),
+        max_runs=bounds.max_runs, jitter=jittering.validate(jitter, spec, (scope, schedule_id)),
         buffer_limit=check.buffer_limit(overlap, buffer_limit))
     check.target(target)
     check.safety_window(safety_window)

@@ -178,6 +178,47 @@ def test_jitter__validation():
             jittering.validate(bad, Every(10 * M))
 
 
+def test_jitter__cron_is_bounded_by_the_shortest_gap_between_its_instants():
+    from durable_schedule.evaluation.cron.spec import Cron
+    from durable_schedule.evaluation.cron.spec import with_seed as cron_seed
+
+    assert jittering.validate(4 * M, Cron("*/5 * * * *")) == 4 * M
+    with pytest.raises(InvalidJitter) as refused:
+        jittering.validate(5 * M, Cron("*/5 * * * *"))
+    assert refused.value.code == "DS149" and refused.value.context["gap"] == "0:05:00"
+    # A daily job in a DST zone: spring forward shifts 02:30 to 03:00, a 23.5 h gap.
+    berlin = Cron("30 2 * * *", "Europe/Berlin")
+    assert jittering.shortest_cron_gap(berlin, start=T0) == timedelta(hours=23, minutes=30)
+    assert jittering.validate(23 * 60 * M, berlin) == 23 * 60 * M
+    with pytest.raises(InvalidJitter):
+        jittering.validate(timedelta(hours=23, minutes=30), berlin)
+    # The shift can make one gap far shorter than the expression's spacing: 01:45 CET is
+    # 00:45 UTC and 02:45 (missing) runs at 03:00 CEST = 01:00 UTC, 15 min later.
+    hourly = Cron("45 * * * *", "Europe/Berlin")
+    assert jittering.shortest_cron_gap(hourly, start=T0) == 15 * M
+    with pytest.raises(InvalidJitter):
+        jittering.validate(20 * M, hourly)
+    # An H expression is read with the seed of the schedule it is given to: where a DST shift
+    # meets it (02:H is missing on the spring night), its gap differs from one schedule to the
+    # next.
+    assert jittering.shortest_cron_gap(Cron("H/15 * * * *"), start=T0) == 15 * M
+    gaps = {}
+    spring = Cron("H 1,2 * * *", "Europe/Berlin")
+    for i in range(40):
+        identity = ("scope", f"s{i}")
+        gap = jittering.shortest_cron_gap(cron_seed(spring, *identity), start=T0)
+        gaps[identity] = gap
+        assert jittering.validate(gap - US, spring, identity) == gap - US
+        with pytest.raises(InvalidJitter):
+            jittering.validate(gap, spring, identity)
+    assert len(set(gaps.values())) > 1
+    # Fewer than two instants in the year ahead: bounded by the year.
+    leap = Cron("0 0 29 2 *")
+    assert jittering.validate(timedelta(days=30), leap) == timedelta(days=30)
+    with pytest.raises(InvalidJitter):
+        jittering.validate(timedelta(days=366), leap)
+
+
 def test_jitter__deterministic_bounded_and_spread():
     bound = 3 * M
     offsets = [jittering.offset_us(bound, "scope", f"s{i}", 1, "nominal", T0)

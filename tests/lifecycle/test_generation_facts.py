@@ -98,6 +98,10 @@ def test_bounds__bad_input_is_refused_and_changes_nothing(clock, target):
         create("s", schedules.Every(TEN), target, max_runs=0)
     with pytest.raises(InvalidJitter):
         create("s", schedules.Every(TEN), target, jitter=TEN)
+    with pytest.raises(InvalidJitter):  # a Cron: its shortest gap (here every 10 min)
+        create("s", schedules.Cron("*/10 * * * *"), target, jitter=TEN)
+    with pytest.raises(InvalidJitter):  # the 15-minute gap of the Berlin spring night
+        create("s", schedules.Cron("45 * * * *", "Europe/Berlin"), target, jitter=20 * MINUTE)
     with pytest.raises(InvalidSchedulePolicy):
         create("s", schedules.Every(TEN), target, overlap="buffer_one")
     assert rows("select count(*) from durable_schedule_definition") == [(0,)]
