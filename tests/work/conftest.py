@@ -79,6 +79,17 @@ def count(table: str) -> int:
     return one(f"select count(*) from {table}")[0]
 
 
+class StatementLog:
+    """A ``connection.execute_wrapper`` that records the SQL of every statement sent."""
+
+    def __init__(self) -> None:
+        self.sql: list[str] = []
+
+    def __call__(self, execute, sql, params, many, context):
+        self.sql.append(str(sql))
+        return execute(sql, params, many, context)
+
+
 class Crash(BaseException):
     """Raised by a test executor to stop the worker as a crash would: not an ``Exception``, so
     the runtime records no outcome; the permit committed before the call stays unresolved."""

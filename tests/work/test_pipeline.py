@@ -10,7 +10,15 @@ from django.db import connection
 
 from durable_schedule import work
 from tests.conftest import database_url
-from tests.work.conftest import OWNER, history, permits, rows, run_pass, work_row
+from tests.work.conftest import (
+    OWNER,
+    StatementLog,
+    history,
+    permits,
+    rows,
+    run_pass,
+    work_row,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,15 +33,6 @@ def _owner_sql(statement: str, params=()):
 def _enqueue(d, n: int, payload=None) -> list:
     return [d.enqueue(scope="tenant-a", command=f"c-{i}", idempotency_key=f"k-{i}",
                       payload=payload(i) if payload else {"n": i}).work_id for i in range(n)]
-
-
-class _Statements:
-    def __init__(self) -> None:
-        self.sql: list[str] = []
-
-    def __call__(self, execute, sql, params, many, context):
-        self.sql.append(str(sql))
-        return execute(sql, params, many, context)
 
 
 def test_pipeline__every_permit_of_the_batch_commits_before_the_first_invocation(
@@ -61,7 +60,7 @@ def test_pipeline__a_batch_is_one_admission_and_one_completion_statement(
     d = define("test.grouped")
     d.executor(lambda ctx, payload: {"n": payload["n"]})
     _enqueue(d, 8)
-    statements = _Statements()
+    statements = StatementLog()
     with connection.execute_wrapper(statements):
         assert run_pass(batch=8).succeeded == 8
     admissions = [s for s in statements.sql if "name: admit_many" in s or (

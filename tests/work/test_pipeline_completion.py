@@ -13,7 +13,15 @@ from django.db import connection
 
 from durable_schedule import work
 from tests.conftest import T0, database_url
-from tests.work.conftest import OWNER, history, permits, rows, run_pass, work_row
+from tests.work.conftest import (
+    OWNER,
+    StatementLog,
+    history,
+    permits,
+    rows,
+    run_pass,
+    work_row,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -69,15 +77,6 @@ def test_group_commit__completes_held_successes_and_fences_the_rest(committed_cl
         assert cur.fetchone()[0] == 0
 
 
-class _Statements:
-    def __init__(self) -> None:
-        self.sql: list[str] = []
-
-    def __call__(self, execute, sql, params, many, context):
-        self.sql.append(str(sql))
-        return execute(sql, params, many, context)
-
-
 def test_claim_statement__ends_at_the_own_role_and_the_entry_needs_no_switch_back(
         committed_clock, define):
     """The batched claim runs as durable_runtime and returns to the connection's own role in
@@ -97,7 +96,7 @@ def test_claim_statement__ends_at_the_own_role_and_the_entry_needs_no_switch_bac
         cur.execute("select current_user")
         assert cur.fetchone()[0] == "durable_runtime"
         assert enter.own_role == own
-    statements = _Statements()
+    statements = StatementLog()
     with connection.execute_wrapper(statements):
         admission = admit_batch(Options(OWNER, False, "default"), 30, 10)
     assert len(admission.claims) == 1 and len(admission.admitted) == 1
