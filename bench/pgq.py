@@ -3,12 +3,14 @@
 Its own schema (``Queries.install()``, durability ``durable``: every table LOGGED, pgqueuer's
 default and the only setting comparable with ours) in its own database. The same number of no-op
 jobs is enqueued once (batches of 1,000) into a template; each run gets a fresh copy and 1/2/4
-worker processes ``QueueManager.run(batch_size=10, mode=drain)`` -- ``batch_size`` set to our
-claim batch (``process_work_pass`` claims 10) -- over the psycopg driver (autocommit, as
-pgqueuer requires). A finished job leaves the queue table for ``pgqueuer_log`` (status
-``successful``), written by pgqueuer's completion buffer (up to ``batch_size`` completions in
-one statement, flushed on size or timeout): that buffer holds acknowledged completions only in
-memory until it flushes, a trade-off ours does not make (docs/benchmarks.md).
+worker processes ``QueueManager.run(batch_size=BATCH, mode=drain)`` -- ``batch_size``, its
+largest dequeue, set to our largest claim (``bench.work.BATCH``: the runtime's default
+maximum, which ``process_work_pass`` sizes each claim within) -- over the psycopg driver
+(autocommit, as pgqueuer requires). A finished job leaves the queue table for
+``pgqueuer_log`` (status ``successful``), written by pgqueuer's completion buffer (up to
+``batch_size`` completions in one statement, flushed on size or timeout): that buffer holds
+acknowledged completions only in memory until it flushes, a trade-off ours does not make
+(docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ TEMPLATE = common.PREFIX + "pq"
 LOADED = common.PREFIX + "pq_jobs"
 RUN_DB = common.PREFIX + "pq_run"
 ENTRYPOINT = "bench_noop"
-BATCH = work.BATCH  # ours' claim batch: equal batch size by construction
+BATCH = work.BATCH  # ours' largest claim: equal batch size by construction
 
 
 async def _queries(url: str):

@@ -3,9 +3,9 @@
 20,000 pending no-op Work items: one prototype accepted through the public ``enqueue`` and
 copied with INSERT ... SELECT generate_series (only the identity differs), plus the store
 history every scenario carries. Each run gets a fresh copy and 1/2/4 worker processes calling
-the bounded Work pass (claim batch ``BATCH``) until nothing is due or the time cap is reached.
-Rate = Work items that reached ``succeeded`` per second of wall time (counted in the database,
-not by the workers).
+the bounded Work pass (largest claim ``BATCH``, the runtime's default maximum) until nothing
+is due or the time cap is reached. Rate = Work items that reached ``succeeded`` per second of
+wall time (counted in the database, not by the workers).
 The enqueue rate is ``enqueue`` in its own ``transaction.atomic()`` per item, one process.
 """
 
@@ -17,11 +17,13 @@ import time
 import psycopg
 
 from bench import common, counting, seed
+from durable_schedule.work.sizing import DEFAULT_MAX_BATCH
 
-#: The claim batch of ours, passed explicitly (default: the runtime's default, 10) so that
-#: pgqueuer's ``batch_size`` (bench/pgq.py) is the same number by construction: "equal batch
-#: size". ``python -m bench --work-batch N`` sets it for both (read by the spawned children too).
-BATCH = int(os.environ.get("BENCH_WORK_BATCH", "10"))
+#: The largest claim of ours, passed explicitly (default: the runtime's default maximum,
+#: imported, not copied) so that pgqueuer's ``batch_size`` (bench/pgq.py), also a maximum per
+#: dequeue, is the same number by construction: "equal batch size". ``python -m bench
+#: --work-batch N`` sets it for both (read by the spawned children too).
+BATCH = int(os.environ.get("BENCH_WORK_BATCH", str(DEFAULT_MAX_BATCH)))
 LOADED = common.PREFIX + "work"
 RUN_DB = common.PREFIX + "work_run"
 

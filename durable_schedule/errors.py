@@ -426,6 +426,17 @@ class InvalidTaskOptions(WorkError):
     )
 
 
+
+# DS246-DS249: adaptive claim sizing of the Work pipeline (docs/work.md "Batched Work").
+class InvalidWaitBudget(WorkError):
+    code = "DS246"
+    next_action = (
+        "Pass the wait budget as seconds > 0 and <= 60: how long an admitted attempt may wait "
+        "for the ones before it (docs/operations.md \"Sizing --concurrency, batches and "
+        "connections\")."
+    )
+
+
 # ---------------------------------------------------------------- DS3xx security
 class SecurityError(DurableError):
     code = "DS300"

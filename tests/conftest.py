@@ -85,6 +85,17 @@ def truncate_durable_tables(cur) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _unmeasured_claim_sizer():
+    """Each test's Work passes start with an unmeasured claim sizer (durable_schedule/work/
+    sizing.py keeps one per process): one test's slow executors never shrink another's claims."""
+    from durable_schedule.work import sizing
+
+    sizing.forget()
+    yield
+    sizing.forget()
+
+
+@pytest.fixture(autouse=True)
 def _clean_store_after_committing_tests(request):
     """Tests that commit leave rows Django's flush cannot remove: Django truncates only the
     managed tables, without CASCADE. Empty the whole store first (runs before the flush)."""

@@ -4,7 +4,8 @@ docs/operations.md "Sizing --concurrency, batches and connections").
 One shared claim/outcome pipeline in the calling thread, N execution slots:
 
 * the pipeline claims and admits in batch transactions (:func:`.pipeline.admit_batch`) at most
-  one ``batch`` beyond the N slots, so a freed slot starts the next admitted attempt at once;
+  one claim beyond the N slots (sized by :mod:`.sizing`, ``batch`` at most), so a freed slot
+  starts the next admitted attempt at once;
   a waiting attempt's budget keeps running from its admission and is checked right before it
   starts (an over-budget one is handed back as ``not_invoked``);
 * a synchronous executor runs on one of N pool threads (each with its own Django connection,
@@ -36,9 +37,14 @@ from durable_schedule.barriers import (
     WORK_PERMIT_AFTER_COMMIT,
     barrier,
 )
-from durable_schedule.work import aio
+from durable_schedule.work import aio, clock
 from durable_schedule.work.outcome import AttemptOutcome
-from durable_schedule.work.passes import commit_outcomes, per_item_round, stopping
+from durable_schedule.work.passes import (
+    commit_outcomes,
+    per_item_round,
+    record_duration,
+    stopping,
+)
 from durable_schedule.work.pipeline import admit_batch
 from durable_schedule.work.runtime import (
     Options,
@@ -48,6 +54,7 @@ from durable_schedule.work.runtime import (
     process_one,
     release,
 )
+from durable_schedule.work.sizing import ClaimSizer
 
 
 class _Pool:
@@ -107,7 +114,7 @@ def shutdown_pool() -> None:
 
 
 def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, stop,
-                   tally: Counter, concurrency: int) -> None:
+                   tally: Counter, concurrency: int, sizer: ClaimSizer) -> None:
     pool = _the_pool(concurrency)
     done: queue.SimpleQueue = queue.SimpleQueue()
     in_flight = 0
@@ -120,7 +127,9 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
                 outcome = AttemptOutcome("handed_back")
             else:
                 barrier(WORK_PERMIT_AFTER_COMMIT)
+                started = clock.monotonic()
                 outcome = invoke(action, opts, origin)
+                record_duration(sizer, action, outcome, clock.monotonic() - started)
                 barrier(WORK_EFFECT_BEFORE_OUTCOME)
             done.put(("outcome", action, outcome))
         except BaseException as exc:  # noqa: BLE001 -- reported to the pipeline, re-raised
@@ -141,6 +150,9 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
 
     def run_async(action, origin) -> None:
         barrier(WORK_PERMIT_AFTER_COMMIT)
+        # Measured from the hand-over to the loop, so a wait for a free gate slot counts too:
+        # the estimate errs towards smaller claims, never larger ones.
+        started = clock.monotonic()
         future = invoke_async(action, opts, origin, gate)
 
         def settle(f) -> None:
@@ -149,12 +161,14 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
             except BaseException as exc:  # noqa: BLE001 -- reported to the pipeline, re-raised
                 done.put(("error", action, exc))
                 return
+            record_duration(sizer, action, outcome, clock.monotonic() - started)
             barrier(WORK_EFFECT_BEFORE_OUTCOME)
             done.put(("outcome", action, outcome))
 
         future.add_done_callback(settle)
 
-    # Admitted ahead: up to one batch beyond the slots, so a slot that frees takes the next
+    # Admitted ahead: up to one claim beyond the slots (sized so an admitted attempt waits about
+    # the wait budget at most; ``batch`` is the largest), so a slot that frees takes the next
     # attempt at once instead of waiting for the pipeline's next round trip. Claim again only
     # once the queue has run down to the slots (bigger batches, fewer transactions per item).
     capacity = concurrency + batch
@@ -165,7 +179,7 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
             room = capacity - in_flight
             if (failure is None and in_flight <= concurrency and not drained
                     and processed < max_items and not stopping(stop)):
-                n = min(batch, room, max_items - processed)
+                n = min(sizer.next_size(batch, concurrency), room, max_items - processed)
                 admission = admit_batch(opts, seconds, n)
                 if admission.tally.pop("batch_conflicts", 0):
                     processed += per_item_round(opts, seconds, n, stop, tally)

@@ -50,7 +50,7 @@ from typing import Any
 from django.db import connections
 
 from durable_schedule.errors import LeaseLost
-from durable_schedule.work import aio
+from durable_schedule.work import aio, clock
 from durable_schedule.work.aio import OverBudget
 
 __all__ = ["OverBudget", "WorkContext", "run_guarded", "start_async"]
@@ -89,7 +89,7 @@ class WorkContext:
         self._lease_expires_at = lease_expires_at
         self._cancel_at = float("inf")
         self._anchor(admitted_at, lease_expires_at,
-                     time.monotonic() if budget_origin is None else budget_origin)
+                     clock.monotonic() if budget_origin is None else budget_origin)
 
     @property
     def lease_expires_at(self) -> datetime:
@@ -114,20 +114,20 @@ class WorkContext:
         if self.cancelled.is_set():
             return True
         with self._lock:
-            due = time.monotonic() >= self._cancel_at
+            due = clock.monotonic() >= self._cancel_at
         if due:
             self.cancelled.set()
         return due
 
     def seconds_until_cancel(self) -> float:
         with self._lock:
-            return self._cancel_at - time.monotonic()
+            return self._cancel_at - clock.monotonic()
 
     def renew(self) -> datetime:
         """Extend the lease; returns the new expiry. Raises LeaseLost (and sets ``cancelled``)
         when another worker holds the Work now. When the cap leaves no lease time, the expiry
         is returned unchanged and ``cancelled`` is set."""
-        origin = time.monotonic()  # before the renewal statement is sent
+        origin = clock.monotonic()  # before the renewal statement is sent
         try:
             db_now, expires = self._renewer(self)
         except LeaseLost:

@@ -35,6 +35,7 @@ from durable_schedule.barriers import (
 from durable_schedule.errors import InvalidConcurrency
 from durable_schedule.observability.metrics import instrumented_pass
 from durable_schedule.runner.retry import run_with_retry
+from durable_schedule.work import clock
 from durable_schedule.work.outcome import AttemptOutcome, record_attempt_outcome
 from durable_schedule.work.pipeline import admit_batch, record_outcomes
 from durable_schedule.work.queues import validate_queues
@@ -48,6 +49,14 @@ from durable_schedule.work.runtime import (
     invoke,
     process_one,
     release,
+)
+from durable_schedule.work.sizing import (
+    DEFAULT_MAX_BATCH,
+    WAIT_BUDGET_SECONDS,
+    ClaimSizer,
+    local_window,
+    sizer_for,
+    validate_wait_budget,
 )
 
 #: ``--concurrency`` upper bound: each slot may hold a database connection (docs/operations.md).
@@ -64,15 +73,17 @@ def validate_concurrency(concurrency: object) -> int:
 
 @instrumented_pass("work")  # metrics + span (docs/operations.md "Metrics")
 def process_work_pass(*, max_items: int = 100, lease_owner: str | None = None,
-                      lease_seconds: float | None = None, batch: int = 10,
+                      lease_seconds: float | None = None, batch: int = DEFAULT_MAX_BATCH,
                       heartbeat: bool = True, stop=None, using: str | None = None,
-                      concurrency: int = 1,
-                      queues: Iterable[str] | None = None) -> WorkPassCounts:
+                      concurrency: int = 1, queues: Iterable[str] | None = None,
+                      wait_budget: float = WAIT_BUDGET_SECONDS) -> WorkPassCounts:
     """Process at most ``max_items`` claimed dispatch rows; returns the counts (zero if idle).
 
     ``lease_seconds`` is the claim lease (how long a claimed row waits for its admission
     transaction; default ``DURABLE_SCHEDULE['LEASE_SECONDS']``); an admitted attempt then holds
-    the lease its retry policy names. ``batch`` rows are claimed and admitted per transaction.
+    the lease its retry policy names. At most ``batch`` rows are claimed and admitted per
+    transaction: each claim is sized from the measured invocation time of recent attempts so an
+    admitted attempt waits at most about ``wait_budget`` seconds before it starts (:mod:`.sizing`).
     ``concurrency`` executors run at once (threads; ``async def`` executors on one event loop).
     ``queues`` names the queues this pass serves (None: every queue); the claim takes the
     highest priority first, then the oldest due (docs/work.md "Queues and priorities").
@@ -82,15 +93,17 @@ def process_work_pass(*, max_items: int = 100, lease_owner: str | None = None,
     seconds = conf.lease_seconds() if lease_seconds is None else lease_seconds
     _validate(max_items, batch, owner, seconds)
     validate_concurrency(concurrency)
+    budget = validate_wait_budget(wait_budget)
     opts = Options(owner, heartbeat, using or conf.database_alias(),
                    None if queues is None else validate_queues(queues))
+    sizer = sizer_for(opts.using, opts.queues, budget)
     tally: Counter = Counter()
     if concurrency == 1:
-        _run_sequential(opts, seconds, max_items, batch, stop, tally)
+        _run_sequential(opts, seconds, max_items, batch, stop, tally, sizer)
     else:
         from durable_schedule.work.concurrency import run_concurrent
 
-        run_concurrent(opts, seconds, max_items, batch, stop, tally, concurrency)
+        run_concurrent(opts, seconds, max_items, batch, stop, tally, concurrency, sizer)
     return WorkPassCounts(**{k: tally[k] for k in WorkPassCounts.__dataclass_fields__})
 
 
@@ -99,10 +112,10 @@ def stopping(stop) -> bool:
 
 
 def _run_sequential(opts: Options, seconds: float, max_items: int, batch: int, stop,
-                    tally: Counter) -> None:
+                    tally: Counter, sizer: ClaimSizer) -> None:
     processed = 0
     while processed < max_items and not stopping(stop):
-        n = min(batch, max_items - processed)
+        n = min(sizer.next_size(batch), max_items - processed)
         admission = admit_batch(opts, seconds, n)
         if admission.tally.pop("batch_conflicts", 0):
             processed += per_item_round(opts, seconds, n, stop, tally)
@@ -117,12 +130,25 @@ def _run_sequential(opts: Options, seconds: float, max_items: int, batch: int, s
                 results.append((action, AttemptOutcome("handed_back")))
                 continue
             barrier(WORK_PERMIT_AFTER_COMMIT)
+            # invoke() checks the attempt's local cancel point first: one that waited here past
+            # its lease end or deadline is not started (not_invoked), as in concurrency.py.
+            started = clock.monotonic()
             outcome = invoke(action, opts, origin)
+            record_duration(sizer, action, outcome, clock.monotonic() - started)
             barrier(WORK_EFFECT_BEFORE_OUTCOME)
             results.append((action, outcome))
         commit_outcomes(results, opts, tally)
         run_deferred(admission.deferred, opts, stop, tally)
         processed += len(admission.claims)
+
+
+def record_duration(sizer: ClaimSizer, action, outcome: AttemptOutcome, seconds: float) -> None:
+    """Feed one invocation's duration to the sizer; an attempt that was not started says
+    nothing about how long executors take."""
+    if outcome.kind not in ("not_invoked", "handed_back"):
+        row = action.row
+        sizer.record(seconds, local_window(row.now, row.lease_expires_at,
+                                           row.execution_deadline))
 
 
 def per_item_round(opts: Options, seconds: float, n: int, stop, tally: Counter) -> int:

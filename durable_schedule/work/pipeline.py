@@ -40,6 +40,7 @@ from durable_schedule.observability.metrics import observe_claim
 from durable_schedule.store.arrays import BinaryArray
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import routed_batch
+from durable_schedule.work import clock
 from durable_schedule.work.decisions import RECONCILE, Invoke, decide
 from durable_schedule.work.outcome import AttemptOutcome, apply_outcome, record_lost
 from durable_schedule.work.rows import (
@@ -76,7 +77,7 @@ def _by_scope(items, routing_of):
 def admit_batch(opts: Options, lease_seconds: float, n: int) -> Admission:
     """Claim up to ``n`` due rows and admit the idempotent ones, all in one transaction."""
     out = Admission()
-    origin = time.monotonic()  # before the first admission statement (docs/work.md)
+    origin = clock.monotonic()  # before the first admission statement (docs/work.md)
     try:
         with routed_batch(using=opts.using) as (cur, enter):
             started = time.perf_counter()

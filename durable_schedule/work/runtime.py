@@ -24,7 +24,6 @@ from __future__ import annotations
 import inspect
 import os
 import socket
-import time
 from collections import Counter
 from concurrent.futures import Future
 from dataclasses import dataclass, fields
@@ -45,7 +44,7 @@ from durable_schedule.runner.retry import run_with_retry
 from durable_schedule.store import identifiers
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
-from durable_schedule.work import aio, codec
+from durable_schedule.work import aio, clock, codec
 from durable_schedule.work.decisions import Invoke, Reconcile, decide, error_detail
 from durable_schedule.work.executor import OverBudget, WorkContext, run_guarded, start_async
 from durable_schedule.work.failures import log_failure
@@ -185,7 +184,7 @@ def process_one(claim: Claim, opts: Options, tally: Counter) -> None:
     try:
         # The local budget starts before the admission statement is sent (docs/work.md "The
         # local lease budget"): a stall after it only shortens what is left, never extends it.
-        origin = time.monotonic()
+        origin = clock.monotonic()
         action = run_with_retry("work.admit", lambda: _admit(claim, opts, tally),
                                 identity=identity)
         while action is not None:
@@ -204,7 +203,7 @@ def process_one(claim: Claim, opts: Options, tally: Counter) -> None:
                     # nothing; the lease expires and the next claim reconciles again.
                     tally["refused"] += 1
                     break
-                origin = time.monotonic()  # a NotApplied verdict may admit the next attempt
+                origin = clock.monotonic()  # a NotApplied verdict may admit the next attempt
                 action, counts = run_with_retry(
                     "work.reconciliation", partial(record_reconciliation, action, found, error,
                                                    opts.owner, opts.using), identity=identity)

@@ -1,7 +1,8 @@
 """``manage.py process_work``: one bounded pass of the Work runtime (docs/getting-started.md, issue
 3 item 7).
 
-Claims at most ``--max-items`` due Work dispatch rows, ``--batch`` per claim statement, under a
+Claims at most ``--max-items`` due Work dispatch rows, at most ``--batch`` per claim statement
+(each claim sized from recent invocation times and ``--wait-budget``), under a
 claim lease of ``--lease-seconds``; runs executors with the deadline-bounded cancellation signal
 and a watchdog thread that renews each attempt's lease at its policy's renewal cadence. Before
 the pass it imports the ``work`` module of every installed app, so definitions in
@@ -25,6 +26,11 @@ from durable_schedule.runner.pooler import check_prepared_statements
 from durable_schedule.runner.retry import run_with_retry
 from durable_schedule.work.passes import validate_concurrency
 from durable_schedule.work.queues import validate_queues
+from durable_schedule.work.sizing import (
+    DEFAULT_MAX_BATCH,
+    WAIT_BUDGET_SECONDS,
+    validate_wait_budget,
+)
 
 
 class Command(BaseCommand):
@@ -36,9 +42,16 @@ class Command(BaseCommand):
             " an admitted attempt holds its policy's lease"))
         parser.add_argument("--max-items", type=positive_int, default=100,
                             help="claimed Work rows per pass at most (default 100)")
-        parser.add_argument("--batch", type=positive_int, default=10,
-                            help="rows claimed and admitted per transaction; their outcomes are "
-                                 "group-committed (default 10)")
+        parser.add_argument("--batch", type=positive_int, default=DEFAULT_MAX_BATCH,
+                            help="the largest claim: rows claimed and admitted per transaction, "
+                                 "their outcomes group-committed; each claim is sized from "
+                                 "recent invocation times within it (default "
+                                 f"{DEFAULT_MAX_BATCH})")
+        parser.add_argument("--wait-budget", type=float, default=WAIT_BUDGET_SECONDS,
+                            metavar="SECONDS",
+                            help="how long an admitted attempt may wait for the ones claimed "
+                                 "before it, by the measured invocation times; sizes each "
+                                 f"claim (0-60 s, default {WAIT_BUDGET_SECONDS:g})")
         parser.add_argument("--no-heartbeat", action="store_true",
                             help="do not renew leases in a background thread while executors run")
         parser.add_argument("--concurrency", type=int, default=1,
@@ -54,6 +67,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         try:
             concurrency = validate_concurrency(options["concurrency"])
+            wait_budget = validate_wait_budget(options["wait_budget"])
             queues = None if options["queues"] is None else validate_queues(options["queues"])
         except DurableError as exc:
             raise CommandError(f"process_work: {exc}") from exc
@@ -69,6 +83,7 @@ class Command(BaseCommand):
                 stop=stop,
                 concurrency=concurrency,
                 queues=queues,
+                wait_budget=wait_budget,
             )
 
         try:
