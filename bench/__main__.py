@@ -345,8 +345,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="schedule scenario configurations: processes x max_schedules "
                              "(e.g. 1x100,2x100)")
     parser.add_argument("--work-batch", type=int, default=None, metavar="N",
-                        help="claim batch of ours and pgqueuer's batch_size in the Work "
-                             "scenario, equal by construction (default: 10, the runtime's)")
+                        help="largest claim of ours and pgqueuer's batch_size in the Work "
+                             "scenario, equal by construction (default: the runtime's default "
+                             "largest claim, durable_schedule.work.sizing.DEFAULT_MAX_BATCH)")
     parser.add_argument("--schedule-batch", type=int, default=None, metavar="N",
                         help="DURABLE_SCHEDULE['SCHEDULE_BATCH'] in ours (1: one transaction "
                              "per schedule; default: the runtime's)")
