@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import math
 import os
+import threading
 from datetime import timedelta
 
 import psycopg
@@ -19,7 +20,7 @@ from django.core.management import CommandError, call_command
 
 from durable_schedule import work
 from durable_schedule.errors import InvalidWaitBudget
-from durable_schedule.work import clock, sizing
+from durable_schedule.work import clock, pipeline, sizing
 from durable_schedule.work.sizing import INITIAL_CLAIM, ClaimSizer
 from tests.conftest import database_url
 from tests.work.conftest import count, dispatch, history, permits, rows, run_pass, work_row
@@ -261,3 +262,38 @@ def test_sizing__the_default_maximum_is_the_runtimes_the_commands_and_the_benchs
     assert parser.parse_args([]).batch == sizing.DEFAULT_MAX_BATCH
     if "BENCH_WORK_BATCH" not in os.environ:
         assert bench_work.BATCH == sizing.DEFAULT_MAX_BATCH
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sizing__with_slots_slow_items_are_claimed_n_at_a_time(committed_clock, define,
+                                                               monkeypatch):
+    from durable_schedule.work import concurrency
+
+    d = define("test.slow_slots")
+    fake = FakeClock()
+    guard = threading.Lock()
+
+    @d.executor
+    def slow(ctx, payload):
+        with guard:
+            fake.advance(2.0)  # each invocation "takes" two seconds (more, seen by a neighbour)
+        return {}
+
+    asked = []
+
+    def admit_batch(opts, seconds, n):
+        asked.append(n)
+        return pipeline.admit_batch(opts, seconds, n)
+
+    monkeypatch.setattr(concurrency, "admit_batch", admit_batch)
+    _enqueue(d, 18)
+    try:
+        with clock.controlled(fake):
+            counts = run_pass(max_items=18, batch=100, concurrency=4, wait_budget=0.5)
+    finally:
+        concurrency.shutdown_pool()
+    assert counts.succeeded == 18
+    # Unmeasured: 10 (at least the 4 slots). Measured at >= 2 s: 4 x 0.5 s / 2 s is 1, so the
+    # floor, one attempt per slot.
+    assert asked[0] == INITIAL_CLAIM
+    assert asked[1:] and all(n <= 4 for n in asked[1:])
