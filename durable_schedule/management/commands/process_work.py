@@ -6,8 +6,8 @@ Claims at most ``--max-items`` due Work dispatch rows, at most ``--batch`` per c
 claim lease of ``--lease-seconds``; runs executors with the deadline-bounded cancellation signal
 and a watchdog thread that renews each attempt's lease at its policy's renewal cadence. Before
 the pass it imports the ``work`` module of every installed app, so definitions in
-``<app>/work.py`` are registered. ``--batch`` rows are claimed and admitted per transaction and
-their outcomes group-committed; ``--concurrency N`` runs N executors at once (docs/work.md
+``<app>/work.py`` are registered. Up to ``--batch`` rows are claimed and admitted per transaction
+and their outcomes group-committed; ``--concurrency N`` runs N executors at once (docs/work.md
 "Batched Work" and "Concurrency"). Prints the pass's counts (``-v 0`` prints nothing); exits 0, or
 non-zero with the diagnostic code when the pass fails. ``--loop`` runs passes until SIGTERM or
 SIGINT (durable_schedule.runner: NOTIFY wake-up, transient-error retry, graceful stop, exit 0).
