@@ -214,8 +214,13 @@ class Bench:
             with_ours = with_many = False
         with_pc = self.guarded("procrastinate seed", peer.build, many_n) is not None
         with_pq = self.guarded("pgqueuer seed", pgq.build, many_n) is not None
-        plan = ([("ours", 1, work.enqueue_rate, n)] if with_ours else []) \
-            + ([("ours", b, work.enqueue_rate, many_n)] if with_many else []) \
+        # ours in both forms (docs/benchmarks.md Method, "6. Acceptance"): "ours" standalone,
+        # each call its own autocommit statement like the peers' calls; "ours_atomic" inside
+        # transaction.atomic(), the form with a business write (BEGIN, statement, COMMIT).
+        plan = ([("ours", 1, work.enqueue_rate, n),
+                 ("ours_atomic", 1, work.enqueue_atomic_rate, n)] if with_ours else []) \
+            + ([("ours", b, work.enqueue_rate, many_n),
+                ("ours_atomic", b, work.enqueue_atomic_rate, many_n)] if with_many else []) \
             + ([("procrastinate", 1, peer.defer_rate, n),
                 ("procrastinate", b, peer.defer_rate, many_n)] if with_pc else []) \
             + ([("pgqueuer", 1, pgq.enqueue_rate, n),

@@ -61,13 +61,19 @@ def noop_definition():
     return _NOOP
 
 
-def enqueue_one(scope: str, i: int) -> None:
-    """One Work accepted in its own transaction (the caller's atomic block, as users do)."""
+def enqueue_one(scope: str, i: int, atomic: bool = True) -> None:
+    """One Work accepted in its own transaction: inside ``transaction.atomic()`` (the form with
+    a business write beside it: BEGIN, the statement, COMMIT) or standalone (no atomic block:
+    the statement is its own autocommit transaction, the form of Procrastinate's ``defer`` and
+    pgqueuer's ``enqueue``)."""
     from django.db import transaction
 
+    d = noop_definition()
+    if not atomic:
+        d.enqueue(scope=scope, command=f"cmd-{i}", idempotency_key=f"key-{i}", payload={})
+        return
     with transaction.atomic():
-        noop_definition().enqueue(scope=scope, command=f"cmd-{i}", idempotency_key=f"key-{i}",
-                                  payload={})
+        d.enqueue(scope=scope, command=f"cmd-{i}", idempotency_key=f"key-{i}", payload={})
 
 
 def enqueue_many_fn():
@@ -79,13 +85,17 @@ def enqueue_many_fn():
     return enqueue_many
 
 
-def enqueue_batch(scope: str, b: int, size: int) -> None:
-    """``size`` Work accepted by one ``enqueue_many`` in its own transaction."""
+def enqueue_batch(scope: str, b: int, size: int, atomic: bool = True) -> None:
+    """``size`` Work accepted by one ``enqueue_many`` in its own transaction (inside
+    ``transaction.atomic()`` or standalone, as :func:`enqueue_one`)."""
     from django.db import transaction
 
     d = noop_definition()
     requests = [d.request(command=f"cmd-{b}-{i}", idempotency_key=f"key-{b}-{i}", payload={})
                 for i in range(size)]
+    if not atomic:
+        enqueue_many_fn()(scope, requests)
+        return
     with transaction.atomic():
         enqueue_many_fn()(scope, requests)
 

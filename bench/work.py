@@ -6,7 +6,9 @@ history every scenario carries. Each run gets a fresh copy and 1/2/4 worker proc
 the bounded Work pass (largest claim ``BATCH``, the runtime's default maximum) until nothing
 is due or the time cap is reached. Rate = Work items that reached ``succeeded`` per second of
 wall time (counted in the database, not by the workers).
-The enqueue rate is ``enqueue`` in its own ``transaction.atomic()`` per item, one process.
+The enqueue rate is ``enqueue`` / ``enqueue_many`` one call per transaction, one process, in two
+forms: standalone (no atomic block, one autocommit statement, like the peers' calls) and inside
+``transaction.atomic()`` (docs/benchmarks.md Method, "6. Acceptance").
 """
 
 from __future__ import annotations
@@ -89,30 +91,31 @@ def run_workers(workers: int, seconds: float, max_items: int = 100) -> dict:
         common.drop_db(RUN_DB)
 
 
-def enqueue_child(barrier, url: str, n: int, batch: int) -> dict:
+def enqueue_child(barrier, url: str, n: int, batch: int, atomic: bool) -> dict:
     common.setup_django(url)
     from bench import ours
 
-    ours.enqueue_one(seed.SCOPE, -1)
+    ours.enqueue_one(seed.SCOPE, -1, atomic)
     if batch > 1:
-        ours.enqueue_batch(seed.SCOPE, -1, 2)
+        ours.enqueue_batch(seed.SCOPE, -1, 2, atomic)
     counting.install()
     barrier.wait(60)
     start = counting.count()
     t0 = time.monotonic()
     if batch == 1:
         for i in range(n):
-            ours.enqueue_one(seed.SCOPE, i)
+            ours.enqueue_one(seed.SCOPE, i, atomic)
     else:
         for b in range(n // batch):
-            ours.enqueue_batch(seed.SCOPE, b, batch)
+            ours.enqueue_batch(seed.SCOPE, b, batch, atomic)
     return {"count": n // batch * batch, "t0": t0, "t1": time.monotonic(),
             "statements": counting.count() - start}
 
 
-def enqueue_rate(n: int, batch: int = 1) -> dict:
-    """``enqueue`` (batch 1) or ``enqueue_many`` of ``batch``, each call in its own
-    ``transaction.atomic()``, one process, into a copy of the loaded Work database (a store
+def enqueue_rate(n: int, batch: int = 1, atomic: bool = False) -> dict:
+    """``enqueue`` (batch 1) or ``enqueue_many`` of ``batch``, each call its own transaction:
+    standalone (``atomic=False``, one autocommit statement) or inside ``transaction.atomic()``
+    (``atomic=True``); one process, into a copy of the loaded Work database (a store
     with rows and statistics, not an empty one: docs/benchmarks.md "History"); counts checked
     in the database afterwards."""
     url = common.create_db(RUN_DB, template=LOADED)
@@ -120,7 +123,8 @@ def enqueue_rate(n: int, batch: int = 1) -> dict:
         with psycopg.connect(url) as conn:
             stored_before = conn.execute("select count(*) from durable_work").fetchone()[0]
         before = counting.transactions(url)
-        results = common.run_processes(enqueue_child, [(url, n, batch)], timeout=300)
+        results = common.run_processes(enqueue_child, [(url, n, batch, atomic)],
+                                       timeout=300)
         out = common.combine(results)
         with psycopg.connect(url) as conn:
             stored = conn.execute("select count(*) from durable_work").fetchone()[0]
@@ -133,6 +137,11 @@ def enqueue_rate(n: int, batch: int = 1) -> dict:
         return out
     finally:
         common.drop_db(RUN_DB)
+
+
+def enqueue_atomic_rate(n: int, batch: int = 1) -> dict:
+    """:func:`enqueue_rate` inside ``transaction.atomic()`` (the form with a business write)."""
+    return enqueue_rate(n, batch, atomic=True)
 
 
 def has_enqueue_many() -> bool:

@@ -78,3 +78,26 @@ def test_report__acceptance_ratios_are_computed_within_each_round():
     assert s["many_vs_single"]["median"] == (15.0 + 11.0) / 2
     assert s["enqueue_vs_peer"]["1"]["min"] == 0.8 and s["enqueue_vs_peer"]["1"]["max"] == 1.25
     assert "enqueue_many(100) / enqueue >= 10: met" in "\n".join(report.targets(s))
+
+
+def test_report__acceptance_targets_compare_standalone_and_print_the_atomic_form_beside():
+    from bench import report
+
+    rows = [{"impl": impl, "batch": batch, "round": 0, "rate": rate}
+            for impl, batch, rate in (("ours", 1, 1000), ("ours", 100, 12000),
+                                      ("ours_atomic", 1, 520), ("ours_atomic", 100, 4160),
+                                      ("procrastinate", 1, 800))]
+    s = report.summarize({"enqueue": rows})
+    assert s["enqueue_vs_peer"]["1"]["median"] == 1000 / 800
+    assert s["enqueue_atomic_vs_peer"]["1"]["median"] == 520 / 800
+    assert s["many_vs_single"]["median"] == 12.0
+    assert s["many_vs_single_atomic"]["median"] == 8.0
+    assert s["enqueue_atomic_vs_standalone"]["100"]["median"] == 4160 / 12000
+    targets = "\n".join(report.targets(s))
+    assert "enqueue_many(100) / enqueue >= 10: met (standalone, median 12.0; inside " \
+           "transaction.atomic(): median 8.0)" in targets
+    assert "defer >= 1.0: met (standalone, median 1.25; inside transaction.atomic(): " \
+           "median 0.65)" in targets
+    table = report.table({"enqueue": rows}, s)
+    assert "| 1 | 1,000 (1,000–1,000) | 520 (520–520) | 800 (800–800) |" in table
+    assert "in `atomic()` / standalone: batch 1 0.52 (0.52–0.52), batch 100 0.35" in table

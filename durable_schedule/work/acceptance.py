@@ -56,6 +56,8 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def _item(position: int, request, source_occurrence_id: int | None) -> dict[str, Any]:
+    """One item of the parameter as a dict: the reference form :func:`_parameter` encodes
+    (tests/work/test_acceptance_parameter.py decodes both and compares)."""
     fp = request.fingerprint
     plan = None if request.policy is None else request.policy.plan
     return {
@@ -78,6 +80,59 @@ def _item(position: int, request, source_occurrence_id: int | None) -> dict[str,
         "queue_name": request.queue,
         "priority": request.priority,
     }
+
+
+_string = json.encoder.encode_basestring  # a JSON string literal, as json.dumps(ensure_ascii=False)
+
+
+def _shared(request, fp) -> str:
+    """The members of an item that requests of one definition share (names, policy, timing,
+    routing), as JSON object members without braces."""
+    plan = None if request.policy is None else request.policy.plan
+    return json.dumps({
+        "work_name": request.work_name,
+        "work_version": request.work_version,
+        "provider_safety": request.provider_safety,
+        "fingerprint_schema": fp.schema,
+        "retry_policy": request.retry_json,
+        "attempt_plan": None if plan is None else plan.to_json(),
+        "execution_deadline": _iso(request.deadline),
+        "due_at": _iso(request.due_at),
+        "queue_name": request.queue,
+        "priority": request.priority,
+    }, ensure_ascii=False, separators=(",", ":"))[1:-1]
+
+
+def _parameter(items: list) -> str:
+    """The jsonb parameter of the acceptance statement: the members of :func:`_item`, with the
+    shared members encoded once per distinct set in the call and the payload's canonical text
+    (already made by the request) embedded as it is."""
+    shared: dict[tuple, str] = {}
+    out = []
+    for position, (request, source_id) in enumerate(items):
+        fp = request.fingerprint
+        key = (request.work_name, request.work_version, request.provider_safety, fp.schema,
+               request.policy, request.deadline, request.due_at, request.queue,
+               request.priority)
+        try:
+            common = shared.get(key)
+        except TypeError:  # an unhashable policy: encode its members for this item alone
+            key, common = None, None
+        if common is None:
+            common = _shared(request, fp)
+            if key is not None:
+                shared[key] = common
+        explicit = request.work_id is not None
+        out.append(
+            f'{{"item":{position},"work_id":"{request.work_id if explicit else uuid.uuid4()}",'
+            f'"explicit":{"true" if explicit else "false"},'
+            f'"command_id":{_string(request.command_id)},'
+            f'"idempotency_key":{_string(request.idempotency_key)},'
+            f'"payload":{request.__dict__["_payload_text"]},'
+            f'"fingerprint_digest":"{fp.digest}",'
+            f'"source_occurrence_id":{"null" if source_id is None else int(source_id)},'
+            f'{common}}}')
+    return "[" + ",".join(out) + "]"
 
 
 def _source_id(value: object) -> int | None:
@@ -190,8 +245,7 @@ def prepare(scope_id: str, requests: Sequence, source_ids: Sequence | None = Non
     for value in source_ids:
         _source_id(value)
     items, slot = _unique(scope_id, requests, source_ids)
-    parameter = json.dumps([_item(i, r, s) for i, (r, s) in enumerate(items)],
-                           ensure_ascii=False, separators=(",", ":"))
+    parameter = _parameter(items)
     return Prepared(scope_id, requests, items, slot, parameter)
 
 

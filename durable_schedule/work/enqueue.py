@@ -80,6 +80,23 @@ def identifier(value: object, field: str) -> str:
     return value
 
 
+#: Names already found valid by :func:`identifier` (work names, versions, queues: few distinct
+#: values, repeated by every request of a definition). The rule is a pure function of the
+#: string, so a name checked once needs no second check; bounded, plain ``str`` only.
+_REPEATED_NAMES: dict[str, None] = {}
+_REPEATED_NAMES_MAX = 1024
+
+
+def repeated_identifier(value: object, field: str) -> str:
+    """:func:`identifier` for a low-cardinality field, remembering the valid answers."""
+    if type(value) is str and value in _REPEATED_NAMES:
+        return value
+    identifier(value, field)
+    if type(value) is str and len(_REPEATED_NAMES) < _REPEATED_NAMES_MAX:
+        _REPEATED_NAMES[value] = None
+    return value
+
+
 @dataclass(frozen=True)
 class WorkRequest:
     """One enqueue request: identity, encoded payload and the immutable timing facts.
@@ -113,13 +130,15 @@ class WorkRequest:
         validate_priority(self.priority)
         identifier(self.command_id, "command_id")
         identifier(self.idempotency_key, "idempotency_key")
-        identifier(self.work_name, "work_name")
-        identifier(self.work_version, "work_version")
+        repeated_identifier(self.work_name, "work_name")
+        repeated_identifier(self.work_version, "work_version")
         set_ = object.__setattr__
-        # One canonical encoding per request: the stored copy is decoded from it and the
-        # fingerprint hashes its bytes (not a field: equality and repr stay as they were).
+        # One canonical encoding per request: the stored copy is decoded from it, the
+        # fingerprint hashes its bytes and the acceptance parameter embeds its text (not
+        # fields: equality and repr stay as they were).
         text = codec.canonical_json(self.payload, "payload")
         set_(self, "payload", json.loads(text))
+        self.__dict__["_payload_text"] = text
         self.__dict__["_payload_bytes"] = text.encode("utf-8")
         set_(self, "provider_safety", provider_safety(self.provider_safety).value)
         if self.policy is not None and not isinstance(self.policy, ExecutionPolicy):

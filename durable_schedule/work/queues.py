@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from durable_schedule import conf
 from durable_schedule.errors import InvalidArgument, InvalidQueue
-from durable_schedule.work.enqueue import identifier
+from durable_schedule.work.enqueue import identifier, repeated_identifier
 
 DEFAULT_QUEUE = "default"
 MIN_PRIORITY, MAX_PRIORITY = -100, 100
@@ -24,7 +24,7 @@ def validate_queue(name: object) -> str:
     """A queue name (the identifier rule), and one of ``DURABLE_SCHEDULE['QUEUES']`` when that
     setting lists them (DS244 otherwise). The default queue is always allowed: Work made by
     schedules runs there."""
-    queue = identifier(name, "queue")
+    queue = repeated_identifier(name, "queue")
     allowed = conf.queues()
     if allowed is not None and queue not in allowed and queue != DEFAULT_QUEUE:
         raise InvalidQueue("this queue is not one of DURABLE_SCHEDULE['QUEUES']", queue=queue,

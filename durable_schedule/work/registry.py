@@ -103,12 +103,15 @@ class WorkDefinition:
         elif policy is not None and not isinstance(policy, ExecutionPolicy):
             raise InvalidArgument("policy must be an ExecutionPolicy or None",
                                   got=type(policy).__name__)
+        # The default codec's encode is the canonical normalization WorkRequest applies to
+        # every payload anyway (validation, DS209, a detached copy): done once, not twice.
+        encoded = payload if type(self.codec) is codecs.JsonCodec else self.codec.encode(payload)
         return WorkRequest(
             command_id=command,
             idempotency_key=idempotency_key,
             work_name=self.name,
             work_version=self.version,
-            payload=self.codec.encode(payload),
+            payload=encoded,
             provider_safety=self.safety.value,
             policy=policy,
             deadline=deadline,

@@ -1,0 +1,86 @@
+"""The acceptance parameter built with shared members encoded once per call decodes to the same
+items as the reference dict form (``acceptance._item``); the per-request shortcuts (the default
+codec's single normalization, the remembered valid names) refuse what they refused before."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from durable_schedule.errors import InvalidIdentifier, PayloadNotEncodable
+from durable_schedule.evaluation.policy import AttemptPlan, ExecutionPolicy, RetryPolicy
+from durable_schedule.work import acceptance
+from durable_schedule.work.enqueue import WorkRequest
+
+MIN = timedelta(minutes=1)
+A = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+PLANNED = ExecutionPolicy.for_attempt_plan(
+    RetryPolicy(maximum_attempts=2), AttemptPlan("attempt-plan-v1", (0 * MIN, 5 * MIN), 10 * MIN))
+
+
+def request(i: int, **changes) -> WorkRequest:
+    fields = dict(command_id=f'imp"ort-{i}\\', idempotency_key="rôw ✓", work_name="t.import",
+                  work_version="v1", payload={"row": i, "text": 'a"b\\c\né', "z": [1, 2.5]},
+                  provider_safety="idempotent")
+    fields.update(changes)
+    return WorkRequest(**fields)
+
+
+def decoded(prepared) -> list[dict]:
+    return json.loads(prepared.parameter)
+
+
+def test_parameter__decodes_to_the_reference_items():
+    explicit = uuid.uuid4()
+    requests = [
+        request(0),
+        request(1, policy=ExecutionPolicy(RetryPolicy())),
+        request(2, policy=PLANNED, deadline=A + 60 * MIN),
+        request(3, due_at=A + MIN, queue="mail", priority=-7),
+        request(4, work_id=explicit),
+        request(5),  # shares the members of item 0
+        request(6, work_name="t.other", work_version="v9",
+                provider_safety="reconcile_before_retry"),
+        request(7, payload=None),
+    ]
+    sources = [None, 11, None, 2**40, None, None, None, 3]
+    prepared = acceptance.prepare("scope-a", requests, sources)
+    got = decoded(prepared)
+    want = [acceptance._item(i, r, s) for i, (r, s) in enumerate(prepared.items)]
+    assert len(got) == len(want) == len(requests)
+    for g, w in zip(got, want, strict=True):
+        assert uuid.UUID(g.pop("work_id")).version == 4 or g["explicit"]
+        w.pop("work_id")
+        assert g == w
+    assert got[4]["explicit"] is True
+    assert json.loads(prepared.parameter)[4]["work_id"] == str(explicit)
+
+
+def test_parameter__random_work_ids_differ_per_item():
+    prepared = acceptance.prepare("scope-a", [request(i) for i in range(50)])
+    assert len({item["work_id"] for item in decoded(prepared)}) == 50
+
+
+def test_request__the_default_codec_normalizes_once_and_still_refuses(define):
+    d = define("t.codec.once")
+    payload = {"b": (1, 2), "a": {"x": [3]}}
+    req = d.request(command="c", idempotency_key="k", payload=payload)
+    payload["a"]["x"].append(4)  # the request holds a detached copy
+    assert req.payload == {"a": {"x": [3]}, "b": [1, 2]}
+    with pytest.raises(PayloadNotEncodable) as raised:
+        d.request(command="c", idempotency_key="k", payload={"bad": float("nan")})
+    assert raised.value.code == "DS209"
+
+
+def test_request__a_remembered_name_does_not_excuse_a_bad_one():
+    request(0)  # "t.import" and "v1" are now remembered as valid
+    for _ in range(2):
+        with pytest.raises(InvalidIdentifier) as raised:
+            request(0, work_name=" t.import")
+        assert raised.value.code == "DS115"
+    with pytest.raises(InvalidIdentifier):
+        request(0, queue="bad\x00queue")
+
