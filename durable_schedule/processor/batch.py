@@ -49,6 +49,7 @@ from durable_schedule.evaluation.decision import Decision
 from durable_schedule.processor import lifecycle as hooks
 from durable_schedule.processor.batch_work import (
     BatchAbandoned,
+    InstantText,
     WorkBatch,
     rows_json,
     run_batch,
@@ -138,6 +139,7 @@ class _Batch:
         self.items = [_Item(c) for c in claims]
         self.result = BatchResult()
         self.fences: Fences | None = None
+        self.instant_text = InstantText()  # the batch's timestamptz texts, one per instant
 
     # ------------------------------------------------------------------ reads
     def run(self) -> BatchResult:
@@ -254,7 +256,7 @@ class _Batch:
     def _write(self, fast: list[_Item], released: list[_Item]) -> None:
         cur, scope_id, now = self.cur, self.scope_id, self.fences.clock
         bridging = [i for i in fast if i.decision.action in ("nominal", "recovery")]
-        works = WorkBatch(cur, scope_id, now)
+        works = WorkBatch(cur, scope_id, now, self.instant_text)
         for item in bridging:
             d, dec = item.d, item.decision
             item.identity = OccurrenceIdentity(scope_id, d.schedule_id, d.generation,
@@ -291,7 +293,7 @@ class _Batch:
             "scope_id": self.scope_id, "routing_id": self.routing_id,
             "lease_owner": self.owner, "actor": f"processor:{self.owner}",
             "now": self.fences.clock, "recorded_at": self.fences.clock,
-            "rows": rows_json([_finish_row(s) for s in steps])}).fetchone()
+            "rows": rows_json([_finish_row(s, self.instant_text) for s in steps])}).fetchone()
         want_moved = {s["schedule_id"] for s in steps if s["new_cursor"] is not None}
         want_linked = {s["schedule_id"] for s in steps if s["link"] is not None}
         if set(moved) != want_moved or len(moved) != len(want_moved):
@@ -334,17 +336,17 @@ class _Batch:
             self.result.decided = True
 
 
-def _finish_row(step: dict[str, Any]) -> dict[str, Any]:
+def _finish_row(step: dict[str, Any], text: InstantText) -> dict[str, Any]:
     """One row of "finish steps"."""
     link = step["link"]
     return {
         "schedule_id": step["schedule_id"], "revision": step["revision"],
-        "old_cursor": step["old_cursor"], "new_cursor": step["new_cursor"],
+        "old_cursor": text(step["old_cursor"]), "new_cursor": text(step["new_cursor"]),
         "link_id": None if link is None else link[0],
-        "work_id": None if link is None else link[1].work_id,
+        "work_id": None if link is None else str(link[1].work_id),
         "command": None if link is None else link[1].command,
         "idempotency_key": None if link is None else link[1].idempotency_key,
-        "dispatch_revision": step["claim"].dispatch_revision, "due_at": step["due"],
+        "dispatch_revision": step["claim"].dispatch_revision, "due_at": text(step["due"]),
         "generation": step["generation"], "event": step["event"],
         # The detail nested as it is: rows_json writes the same JSON value records.to_json
         # would (one encoding per row instead of three).

@@ -47,7 +47,7 @@ from durable_schedule.errors import (
     ScopeLost,
     WrongRole,
 )
-from durable_schedule.store import arrays, identifiers
+from durable_schedule.store import arrays, identifiers, timestamps
 from durable_schedule.store.inspection import DISPATCHER_ROLE, RUNTIME_ROLE
 
 SCOPE_SETTING = "durable_schedule.scope_id"
@@ -162,10 +162,15 @@ def _cursor(conn):
             pg.prepare_threshold = _ONLY_WHEN_ASKED
         arrays.register(pg)  # BinaryArray parameters in the binary format (store/arrays.py)
         raw = psycopg.Cursor(pg)
-        # The cursor gets the project's time zone when the connection's timestamptz loader
-        # disagrees (the adapters map is otherwise the connection's own: jsonb as text).
+        # The cursor's timestamptz loader gives what Django's loader for the project's time
+        # zone gives, parsed by psycopg's C implementation when it is installed
+        # (store/timestamps.py); the adapters map is otherwise the connection's own (jsonb as
+        # text). Without it: Django's loader, re-registered when the connection's disagrees.
+        fast = timestamps.loader_for(conn.timezone)
         tzloader = pg.adapters.get_loader(_TIMESTAMPTZ_OID, Format.TEXT)
-        if conn.timezone != getattr(tzloader, "timezone", conn.timezone):
+        if fast is not None:
+            raw.adapters.register_loader(_TIMESTAMPTZ_OID, fast)
+        elif conn.timezone != getattr(tzloader, "timezone", conn.timezone):
             from django.db.backends.postgresql.psycopg_any import register_tzloader
 
             register_tzloader(conn.timezone, raw)
