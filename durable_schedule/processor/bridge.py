@@ -29,12 +29,13 @@ import hashlib
 import json
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cached_property, lru_cache
 from typing import Any
 
 from durable_schedule.barriers import SCHEDULE_WORK_AFTER_ACCEPTANCE, barrier
 from durable_schedule.errors import OccurrenceLinkConflict, ScopeLost, WrongRole
+from durable_schedule.evaluation.isotext import utc_iso_us
 from durable_schedule.schedules.records import run
 from durable_schedule.store.inspection import RUNTIME_ROLE
 from durable_schedule.store.transactions import SCOPE_SETTING
@@ -66,7 +67,7 @@ class OccurrenceIdentity:
 
     @cached_property  # read three times per new occurrence (link, command, history detail)
     def first_iso(self) -> str:
-        return self.first_nominal_utc.astimezone(UTC).isoformat(timespec="microseconds")
+        return utc_iso_us(self.first_nominal_utc)  # .astimezone(UTC).isoformat(microseconds)
 
 
 @dataclass(frozen=True)
