@@ -54,7 +54,7 @@ from durable_schedule.processor.batch_work import (
     rows_json,
     run_batch,
 )
-from durable_schedule.processor.bridge import OccurrenceIdentity, bridge
+from durable_schedule.processor.bridge import Bridged, OccurrenceIdentity, bridge
 from durable_schedule.processor.dispatcher import Claim
 from durable_schedule.processor.evaluate import evaluate_generation, generation_fence
 from durable_schedule.processor.step import (
@@ -67,7 +67,7 @@ from durable_schedule.processor.step import (
 )
 from durable_schedule.schedules import records
 from durable_schedule.schedules.records import TERMINAL_WORK_STATES, Definition, Fences
-from durable_schedule.store.transactions import routed
+from durable_schedule.store.transactions import pipeline_connection, routed, sibling_cursor
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 
 log = logging.getLogger("durable_schedule.processor")
@@ -263,6 +263,10 @@ class _Batch:
                                                dec.action, dec.first)
             works.add(item.schedule_id, item.identity, dec.last, d.target_json,
                       key=item.target_text)
+        connection = pipeline_connection(cur) if works else None
+        if connection is not None:
+            self._write_pipelined(fast, released, bridging, works, connection)
+            return
         fresh = works.bridge() if works else {}
         if fresh:
             barrier(SCHEDULE_WORK_AFTER_ACCEPTANCE)
@@ -277,9 +281,55 @@ class _Batch:
                                       write_link=False)
         self._finish(fast, released)
 
+    def _write_pipelined(self, fast: list[_Item], released: list[_Item],
+                         bridging: list[_Item], works: WorkBatch, connection) -> None:
+        """The bridging and the closing statement in one psycopg pipeline: the closing rows are
+        built in Python while the server runs the bridging statement, and both results come
+        back in one round trip (docs/benchmarks.md "Batched schedule passes, profiled").
+
+        The closing rows need each schedule's bridge result before it exists, so they are
+        built for the result nearly every batch gets: every occurrence and its Work inserted
+        by the bridging statement (``Bridged(derived, created=True)``, exactly what
+        :meth:`WorkBatch.resolve` returns then). When the result is anything else (an
+        occurrence or Work that existed already, not the runtime in scope) the batch is
+        abandoned before it commits: it rolls back and every schedule runs alone
+        (``processor.process_due``), where the single step bridges it, compare or return, as
+        the sequential form of this batch would have. The barrier after acceptance is reached
+        after both statements, still before the commit: a crash there leaves nothing."""
+        cur = self.cur
+        for item in bridging:
+            item.bridged = Bridged(works.derived(item.schedule_id), created=True)
+        closing_cursor = sibling_cursor(cur)
+        try:
+            with cur.db.wrap_database_errors, connection.pipeline():
+                works.send()  # sent now; the server runs it while the closing rows are built
+                steps = self._closing_steps(fast, released)
+                self._send_closing(closing_cursor, steps)
+                got = cur.fetchall()
+                closing = closing_cursor.fetchone()
+        finally:
+            closing_cursor.close()
+        if not works.all_created(got):
+            raise BatchAbandoned("an occurrence or its Work existed already (or the bridge ran "
+                                 "outside the runtime's scope): the schedules run alone")
+        fresh = works.resolve(got)
+        barrier(SCHEDULE_WORK_AFTER_ACCEPTANCE)
+        for item in bridging:
+            occurrence_id, bridged = fresh[item.schedule_id]
+            if bridged != item.bridged:  # resolve() of an all-created result: never
+                raise BatchAbandoned("a bridge result differs from the closing rows' premise")
+            item.identity = replace(item.identity, fresh_id=occurrence_id)
+        self._check_closing(steps, closing)
+
     def _finish(self, fast: list[_Item], released: list[_Item]) -> None:
         """The closing statement of every set-based schedule (step._Ctx.finish_step per row,
         and finish_claim for the no-op ones), then each row's counts checked."""
+        steps = self._closing_steps(fast, released)
+        if not steps:
+            return
+        self._check_closing(steps, self._send_closing(self.cur, steps).fetchone())
+
+    def _closing_steps(self, fast: list[_Item], released: list[_Item]) -> list[dict[str, Any]]:
         steps: list[dict[str, Any]] = []
         for item in released:
             steps.append({"schedule_id": item.schedule_id, "revision": None, "old_cursor": None,
@@ -287,13 +337,17 @@ class _Batch:
                           "event": None, "detail": None, "claim": item.claim})
         for item in fast:
             steps.append(self._step_row(item))
-        if not steps:
-            return
-        moved, linked, released_ids = run_batch(self.cur, "finish_steps", {
+        return steps
+
+    def _send_closing(self, cur, steps: list[dict[str, Any]]):
+        return run_batch(cur, "finish_steps", {
             "scope_id": self.scope_id, "routing_id": self.routing_id,
             "lease_owner": self.owner, "actor": f"processor:{self.owner}",
             "now": self.fences.clock, "recorded_at": self.fences.clock,
-            "rows": rows_json([_finish_row(s, self.instant_text) for s in steps])}).fetchone()
+            "rows": rows_json([_finish_row(s, self.instant_text) for s in steps])})
+
+    def _check_closing(self, steps: list[dict[str, Any]], result: tuple) -> None:
+        moved, linked, released_ids = result
         want_moved = {s["schedule_id"] for s in steps if s["new_cursor"] is not None}
         want_linked = {s["schedule_id"] for s in steps if s["link"] is not None}
         if set(moved) != want_moved or len(moved) != len(want_moved):

@@ -139,6 +139,7 @@ class WorkBatch:
         # One template per stored target text: the schedules of one target share it, and
         # parsing and validating a target is most of the Python work of an acceptance.
         self._templates: dict[str, _Template] = {}
+        self._derived: dict[str, WorkLink] = {}
 
     def __bool__(self) -> bool:
         return bool(self._pending)
@@ -154,12 +155,22 @@ class WorkBatch:
         if template is None:
             template = self._templates[key] = _Template(WorkTarget.from_json(target_json),
                                                         self.now, len(self._templates))
-        self._pending.append((schedule_id, identity, last, derive_link(identity), template))
+        derived = self._derived[schedule_id] = derive_link(identity)
+        self._pending.append((schedule_id, identity, last, derived, template))
 
     def bridge(self) -> dict[str, tuple[int, Bridged]]:
         """Insert every queued occurrence linked to its derived Work and accept that Work, in
         one statement. Returns ``{schedule_id: (occurrence id, Bridged)}`` for the occurrences
         it inserted; one that existed already is absent (the caller bridges it alone)."""
+        return self.resolve(self.send().fetchall())
+
+    def derived(self, schedule_id: str) -> WorkLink:
+        """The derived Work identity of a queued occurrence."""
+        return self._derived[schedule_id]
+
+    def send(self):
+        """Execute "bridge occurrences" for the queued occurrences; returns the cursor (in a
+        pipeline the result is fetched later, see ``batch._Batch._write``)."""
         rows = []
         text = self.instant_text
         for n, (schedule_id, identity, last, derived, template) in enumerate(self._pending):
@@ -169,9 +180,21 @@ class WorkBatch:
                          "first": identity.first_iso, "last": text(last),
                          "work_id": str(derived.work_id), "command_id": derived.command,
                          "idempotency_key": derived.idempotency_key})
-        got = run_batch(self.cur, "bridge_occurrences", {
+        return run_batch(self.cur, "bridge_occurrences", {
             "scope_id": self.scope_id, "now": self.now, "rows": rows_json(rows),
-            "templates": rows_json([t.row for t in self._templates.values()])}).fetchall()
+            "templates": rows_json([t.row for t in self._templates.values()])})
+
+    def all_created(self, got: list[tuple]) -> bool:
+        """Did "bridge occurrences" (its rows ``got``) insert every queued occurrence and its
+        Work, as the runtime in scope? Then :meth:`resolve` needs no compare-or-return."""
+        if not got or not got[0][0]:
+            return False
+        created = {row[1] for row in got if row[1] is not None and row[3]}
+        return len(created) == len(self._pending) and \
+            all(p[0] in created for p in self._pending)
+
+    def resolve(self, got: list[tuple]) -> dict[str, tuple[int, Bridged]]:
+        """The result of :meth:`send`, as :meth:`bridge` returns it."""
         if not got or not got[0][0]:
             # Not the runtime role in this scope: the single bridge raises the precise error.
             raise BatchAbandoned("the batch's Work bridge does not run as the runtime in scope")

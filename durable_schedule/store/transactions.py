@@ -177,6 +177,23 @@ def _cursor(conn):
         return conn._prepare_cursor(_PreparingCursor(raw))
 
 
+def pipeline_connection(cur) -> psycopg.Connection | None:
+    """The psycopg connection under a cursor of :func:`_cursor` when statements on it may run
+    in a psycopg pipeline (the preparing cursor, libpq with pipeline mode), else None.
+    Django's own cursor (``PREPARE_STATEMENTS = False``) may bind client-side, which pipeline
+    mode refuses: the caller then runs its statements one after the other."""
+    raw = getattr(cur, "cursor", None)
+    if not isinstance(raw, _PreparingCursor) or not psycopg.Pipeline.is_supported():
+        return None
+    return raw._cur.connection
+
+
+def sibling_cursor(cur):
+    """A second cursor of the same form on the same connection and transaction (a pipeline
+    keeps one pending result per cursor)."""
+    return _cursor(cur.db)
+
+
 def _wrong_role(exc: DatabaseError) -> WrongRole | None:
     return WrongRole(str(exc).split("\n")[0]) if "DS302" in str(exc) else None
 
