@@ -44,13 +44,14 @@ from durable_schedule.barriers import (
     SCHEDULE_WORK_AFTER_ACCEPTANCE,
     barrier,
 )
-from durable_schedule.errors import SchemaBelowFloor
+from durable_schedule.errors import SchemaBelowFloor, SchemaMissing
 from durable_schedule.evaluation.decision import Decision
 from durable_schedule.processor import lifecycle as hooks
 from durable_schedule.processor.batch_work import (
     BatchAbandoned,
     InstantText,
     WorkBatch,
+    batch_statement,
     rows_json,
     run_batch,
 )
@@ -67,7 +68,11 @@ from durable_schedule.processor.step import (
 )
 from durable_schedule.schedules import records
 from durable_schedule.schedules.records import TERMINAL_WORK_STATES, Definition, Fences
-from durable_schedule.store.transactions import pipeline_connection, routed, sibling_cursor
+from durable_schedule.store.transactions import (
+    pipeline_connection,
+    routed_pipelined,
+    sibling_cursor,
+)
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 
 log = logging.getLogger("durable_schedule.processor")
@@ -115,10 +120,18 @@ def process_batch(claims: list[Claim], lease_owner: str, *,
     routing_id = claims[0].routing_id
     if any(c.routing_id != routing_id for c in claims):
         raise ValueError("a batch holds the claims of one routing id")
-    with routed(routing_id, using=using) as (cur, scope_id):
+    # The fences and the locking read go with the scope entry in one round trip
+    # (routed_pipelined): both read the scope from the transaction's setting.
+    ordered = sorted(claims, key=lambda c: c.schedule_id)
+    first = [(batch_statement("lock_fences_in_scope"), {}),
+             (batch_statement("lock_batch"), {
+                 "routing_id": routing_id, "lease_owner": lease_owner,
+                 "schedule_ids": [c.schedule_id for c in ordered],
+                 "revisions": [c.dispatch_revision for c in ordered]})]
+    with routed_pipelined(routing_id, first, using=using) as (cur, scope_id, (fenced, locked)):
         if scope_id is None:
             raise BatchAbandoned("no scope is visible behind the claimed routing id")
-        result = _Batch(cur, scope_id, routing_id, claims, lease_owner).run()
+        result = _Batch(cur, scope_id, routing_id, claims, lease_owner).run(fenced, locked)
         # One commit covers every schedule of the batch, so each barrier is one point for the
         # whole batch: reached when at least one schedule would have reached it alone.
         if result.bridged:
@@ -142,14 +155,20 @@ class _Batch:
         self.instant_text = InstantText()  # the batch's timestamptz texts, one per instant
 
     # ------------------------------------------------------------------ reads
-    def run(self) -> BatchResult:
+    def run(self, fenced: list[tuple], locked: list[tuple]) -> BatchResult:
+        """``fenced``, ``locked``: the rows of "lock fences in scope" and "lock batch", read
+        in this transaction before anything else (process_batch)."""
         cur, scope_id = self.cur, self.scope_id
-        self.fences = fences = records.lock_fences(cur, scope_id)
+        if not fenced:
+            # As records.lock_fences: the scope row exists (routed found it), so the store row
+            # is missing (an unmigrated or damaged store).
+            raise SchemaMissing("the store row or the scope row is missing", scope=scope_id)
+        self.fences = fences = Fences(*fenced[0])
         if fences.schema_version < REQUIRED_SCHEMA or fences.compatibility_floor > SCHEMA_VERSION:
             raise SchemaBelowFloor(f"database schema {fences.schema_version} (floor "
                                    f"{fences.compatibility_floor}) does not fit this code "
                                    f"(needs {REQUIRED_SCHEMA}, is {SCHEMA_VERSION})")
-        self._lock(self.items)
+        self._lock(self.items, locked)
         specs: dict[tuple, Any] = {}
         released: list[_Item] = []  # no-op: lease released, nothing else written
         active: list[_Item] = []
@@ -195,17 +214,13 @@ class _Batch:
         return {"routing_id": c.routing_id, "scope_id": self.scope_id,
                 "schedule_id": c.schedule_id}
 
-    def _lock(self, items: list[_Item]) -> None:
+    def _lock(self, items: list[_Item], rows: list[tuple]) -> None:
         """Every lock the batch takes before it decides, in one statement ("lock batch"): per
         claimed schedule, in schedule_id order, its definition FOR UPDATE, its dispatch row
         FOR UPDATE and, for a claim still ours on an active definition, its slot (the latest
         linked Work, FOR SHARE) and its pending coalesced occurrence (FOR UPDATE): the single
         step's order, schedule after schedule."""
         ordered = sorted(items, key=lambda i: i.schedule_id)
-        rows = run_batch(self.cur, "lock_batch", {
-            "scope_id": self.scope_id, "routing_id": self.routing_id, "lease_owner": self.owner,
-            "schedule_ids": [i.schedule_id for i in ordered],
-            "revisions": [i.claim.dispatch_revision for i in ordered]}).fetchall()
         if [row[0] for row in rows] != [i.schedule_id for i in ordered]:
             raise BatchAbandoned("the batch's locking read returned other rows than its claims")
         parsed: dict[str | None, Any] = {}
@@ -305,8 +320,9 @@ class _Batch:
                 works.send()  # sent now; the server runs it while the closing rows are built
                 steps = self._closing_steps(fast, released)
                 self._send_closing(closing_cursor, steps)
-                got = cur.fetchall()
-                closing = closing_cursor.fetchone()
+            # The pipeline's end waited for both results (one round trip): read them.
+            got = cur.fetchall()
+            closing = closing_cursor.fetchone()
         finally:
             closing_cursor.close()
         if not works.all_created(got):

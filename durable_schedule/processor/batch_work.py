@@ -36,6 +36,12 @@ from durable_schedule.work.target import WorkTarget
 QUERIES = "schedule_batch_queries.sql"
 
 
+def batch_statement(name: str) -> str:
+    """The text of one named query of ``schedule_batch_queries.sql`` (to send it in a
+    pipeline)."""
+    return query(QUERIES, name)
+
+
 def run_batch(cur, name: str, params: dict[str, Any]):
     """Execute one named query of ``schedule_batch_queries.sql``; returns the cursor."""
     cur.execute(query(QUERIES, name), params)

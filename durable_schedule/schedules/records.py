@@ -25,6 +25,11 @@ QUERIES = "schedule_queries.sql"
 TERMINAL_WORK_STATES = frozenset({"succeeded", "failed", "expired", "canceled"})
 
 
+def statement(name: str) -> str:
+    """The text of one named query of ``schedule_queries.sql`` (to send it in a pipeline)."""
+    return query(QUERIES, name)
+
+
 def run(cur, name: str, params: dict[str, Any] | None = None):
     """Execute one named query of ``schedule_queries.sql``; returns the cursor."""
     cur.execute(query(QUERIES, name), params or {})

@@ -272,6 +272,49 @@ def routed(routing_id: int, *, using: str | None = None) -> Iterator[tuple[objec
         _leave_if_nested(cur, nested)
 
 
+@contextmanager
+def routed_pipelined(routing_id: int, statements: list[tuple[str, object]], *,
+                     using: str | None = None) -> Iterator[tuple[object, str | None, list]]:
+    """:func:`routed`, with the transaction's first ``statements`` (``(sql, params)`` each)
+    sent with the scope entry in one psycopg pipeline: one round trip for all of them instead
+    of one each. Yields ``(cursor, scope_id, rows)``: ``rows`` holds each statement's
+    ``fetchall()``. The statements must read the scope from the transaction-local setting
+    (``current_setting('durable_schedule.scope_id')``), not from a parameter: they are sent
+    before the scope id is known. When the routing id names no visible scope they ran without
+    a scope of this transaction and the caller must discard their rows (``scope_id`` None).
+    Without a pipeline (Django's own cursor) they run one after the other, after the entry."""
+    conn = connection(using)
+    with transaction.atomic(using=conn.alias, durable=True), _cursor(conn) as cur:
+        nested = _previous_role_if_nested(conn, cur)
+        pg = pipeline_connection(cur)
+        cursors = [_cursor(conn) for _ in statements] if pg is not None else []
+        try:
+            try:
+                if pg is None:
+                    cur.execute(_ENTER_ROUTED, [int(routing_id)])
+                else:
+                    with conn.wrap_database_errors, pg.pipeline():
+                        cur.execute(_ENTER_ROUTED, [int(routing_id)])
+                        for statement_cursor, (sql, params) in zip(cursors, statements,
+                                                                   strict=True):
+                            statement_cursor.execute(sql, params)
+            except DatabaseError as exc:
+                raise (_wrong_role(exc) or exc) from exc
+            scope_id = cur.fetchone()[0]
+            if pg is None:
+                rows = []
+                for sql, params in statements:
+                    cur.execute(sql, params)
+                    rows.append(cur.fetchall())
+            else:
+                rows = [statement_cursor.fetchall() for statement_cursor in cursors]
+        finally:
+            for statement_cursor in cursors:
+                statement_cursor.close()
+        yield cur, scope_id, rows
+        _leave_if_nested(cur, nested)
+
+
 _CURRENT_ROLE = "select current_user"
 # As _set_role's statement, which relies on the same left-to-right evaluation: the first
 # current_user is the connection's own role, the last proves the switch took.
@@ -355,16 +398,35 @@ def runtime_transaction(*, using: str | None = None) -> Iterator[object]:
 
 
 @contextmanager
-def dispatcher_transaction(*, using: str | None = None) -> Iterator[object]:
+def dispatcher_transaction(*, using: str | None = None,
+                           first: tuple[str, object] | None = None) -> Iterator[object]:
     """The claim transaction: its own outermost transaction as ``durable_dispatcher``.
 
     ``durable=True`` makes Django refuse to run it inside a caller's atomic block, so the claim
     always commits before scoped data is read (docs/protocol/schedules.md, transaction form 1).
+
+    ``first``: ``(sql, params)`` of the transaction's first statement after the role switch
+    (the claim). It is sent with the switch in one psycopg pipeline, one round trip instead of
+    two, and the yielded cursor holds its result. The switch's proof is checked once both
+    results are back; a failed proof raises before anything commits (the transaction rolls
+    back with whatever the statement did).
     """
     conn = connection(using)
     with transaction.atomic(using=conn.alias, durable=True), _cursor(conn) as cur:
         nested = _previous_role_if_nested(conn, cur)
-        _set_role(cur, DISPATCHER_ROLE)
+        pg = None if first is None else pipeline_connection(cur)
+        if pg is None:
+            _set_role(cur, DISPATCHER_ROLE)
+            if first is not None:
+                cur.execute(*first)
+        else:
+            with _cursor(conn) as role_cur:
+                with conn.wrap_database_errors, pg.pipeline():
+                    role_cur.execute(_ENTER_DISPATCHER + ", current_user", [DISPATCHER_ROLE])
+                    cur.execute(*first)
+                _, user = role_cur.fetchone()
+            if user != DISPATCHER_ROLE:
+                raise WrongRole(f"expected to run as {DISPATCHER_ROLE}, current_user is {user}")
         yield cur
         _leave_if_nested(cur, nested)
 
