@@ -331,10 +331,10 @@ class _Batch:
         fresh = works.resolve(got)
         barrier(SCHEDULE_WORK_AFTER_ACCEPTANCE)
         for item in bridging:
-            occurrence_id, bridged = fresh[item.schedule_id]
-            if bridged != item.bridged:  # resolve() of an all-created result: never
+            # (The identities keep fresh_id unset: only the single bridge reads it, and every
+            # occurrence here is bridged already.)
+            if fresh[item.schedule_id][1] != item.bridged:  # all created: resolve() agrees
                 raise BatchAbandoned("a bridge result differs from the closing rows' premise")
-            item.identity = replace(item.identity, fresh_id=occurrence_id)
         self._check_closing(steps, closing)
 
     def _finish(self, fast: list[_Item], released: list[_Item]) -> None:

@@ -25,9 +25,14 @@ cursor these forms yield executes on the underlying psycopg connection with serv
 and ``prepare=True``, whatever the project's ``DATABASES`` options say, so the long named
 queries are parsed and planned once per connection. It is still a Django cursor wrapper around
 the same connection and transaction: Django's error translation, ``execute_wrapper`` hooks,
-query logging and the connection's adapters (jsonb as text, the timestamptz loader) apply as
-before. ``DURABLE_SCHEDULE["PREPARE_STATEMENTS"] = False`` yields Django's own cursor instead
-(client-side binding unless the project configured otherwise).
+query logging and the connection's adapters (jsonb as text) apply as before; timestamptz is
+loaded to the value Django's loader gives, by psycopg's C parser where it is installed
+(store/timestamps.py). ``DURABLE_SCHEDULE["PREPARE_STATEMENTS"] = False`` yields Django's own
+cursor instead (client-side binding unless the project configured otherwise).
+
+Pipelines: ``routed_pipelined`` and ``dispatcher_transaction(first=...)`` send their first
+statements with the scope entry or role switch in one psycopg pipeline (one round trip for all
+of them); with Django's own cursor they run one after the other.
 """
 
 from __future__ import annotations
