@@ -184,7 +184,7 @@ class WorkBatch:
             rows.append({"n": n, "t": template.number, "schedule_id": schedule_id,
                          "generation": identity.generation, "kind": identity.kind,
                          "first": identity.first_iso, "last": text(last),
-                         "work_id": str(derived.work_id), "command_id": derived.command,
+                         "work_id": derived.work_id_str(), "command_id": derived.command,
                          "idempotency_key": derived.idempotency_key})
         return run_batch(self.cur, "bridge_occurrences", {
             "scope_id": self.scope_id, "now": self.now, "rows": rows_json(rows),

@@ -77,9 +77,15 @@ class WorkLink:
     work_id: uuid.UUID
     command: str
     idempotency_key: str
+    #: ``str(work_id)`` when the deriver had it already (a uuid's text costs more than its
+    #: derivation's other parts): not part of the link, never compared.
+    work_id_text: str | None = field(default=None, compare=False, repr=False)
+
+    def work_id_str(self) -> str:
+        return str(self.work_id) if self.work_id_text is None else self.work_id_text
 
     def as_dict(self) -> dict[str, str]:
-        return {"work_id": str(self.work_id), "command": self.command,
+        return {"work_id": self.work_id_str(), "command": self.command,
                 "idempotency_key": self.idempotency_key}
 
 
@@ -90,7 +96,8 @@ def derive_link(identity: OccurrenceIdentity) -> WorkLink:
     name = identity.schedule_id
     if len("schedule:") + len(name) + len(suffix) > MAX_COMMAND:
         name = "~" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:40]
-    return WorkLink(work_id, f"schedule:{name}{suffix}", f"occurrence:{work_id}")
+    text = str(work_id)
+    return WorkLink(work_id, f"schedule:{name}{suffix}", "occurrence:" + text, text)
 
 
 def work_id_by_definition(identity: OccurrenceIdentity) -> uuid.UUID:

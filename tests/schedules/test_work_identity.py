@@ -52,6 +52,7 @@ def test_work_id__equals_uuid5_over_the_identity_json(scope_id, schedule_id, gen
     assert _work_id(identity) == expected
     assert derive_link(identity).work_id == expected
     assert derive_link(identity).idempotency_key == f"occurrence:{expected}"
+    assert derive_link(identity).as_dict()["work_id"] == str(expected)
 
 
 def test_work_id__pinned_value_of_a_stored_identity():
