@@ -63,6 +63,7 @@ from durable_schedule.errors import (
 from durable_schedule.evaluation import bounds as bounding
 from durable_schedule.evaluation import overlap as overlap_policy
 from durable_schedule.evaluation.bounds import Bounds
+from durable_schedule.evaluation.isotext import iso_us
 from durable_schedule.evaluation.timeline import (
     EVALUATOR_VERSIONS,
     ScheduleSpec,
@@ -148,7 +149,7 @@ class Decision:
 
 
 def _iso(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat(timespec="microseconds")
+    return iso_us(value)  # value.isoformat(timespec="microseconds"), formatted once
 
 
 def _aware(value: Any, name: str, *, optional: bool = False) -> datetime | None:

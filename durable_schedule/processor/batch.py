@@ -44,16 +44,18 @@ from durable_schedule.barriers import (
     SCHEDULE_WORK_AFTER_ACCEPTANCE,
     barrier,
 )
-from durable_schedule.errors import SchemaBelowFloor
+from durable_schedule.errors import SchemaBelowFloor, SchemaMissing
 from durable_schedule.evaluation.decision import Decision
 from durable_schedule.processor import lifecycle as hooks
 from durable_schedule.processor.batch_work import (
     BatchAbandoned,
+    InstantText,
     WorkBatch,
+    batch_statement,
     rows_json,
     run_batch,
 )
-from durable_schedule.processor.bridge import OccurrenceIdentity, bridge
+from durable_schedule.processor.bridge import Bridged, OccurrenceIdentity, bridge
 from durable_schedule.processor.dispatcher import Claim
 from durable_schedule.processor.evaluate import evaluate_generation, generation_fence
 from durable_schedule.processor.step import (
@@ -66,7 +68,11 @@ from durable_schedule.processor.step import (
 )
 from durable_schedule.schedules import records
 from durable_schedule.schedules.records import TERMINAL_WORK_STATES, Definition, Fences
-from durable_schedule.store.transactions import routed
+from durable_schedule.store.transactions import (
+    pipeline_connection,
+    routed_pipelined,
+    sibling_cursor,
+)
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 
 log = logging.getLogger("durable_schedule.processor")
@@ -114,10 +120,18 @@ def process_batch(claims: list[Claim], lease_owner: str, *,
     routing_id = claims[0].routing_id
     if any(c.routing_id != routing_id for c in claims):
         raise ValueError("a batch holds the claims of one routing id")
-    with routed(routing_id, using=using) as (cur, scope_id):
+    # The fences and the locking read go with the scope entry in one round trip
+    # (routed_pipelined): both read the scope from the transaction's setting.
+    ordered = sorted(claims, key=lambda c: c.schedule_id)
+    first = [(batch_statement("lock_fences_in_scope"), {}),
+             (batch_statement("lock_batch"), {
+                 "routing_id": routing_id, "lease_owner": lease_owner,
+                 "schedule_ids": [c.schedule_id for c in ordered],
+                 "revisions": [c.dispatch_revision for c in ordered]})]
+    with routed_pipelined(routing_id, first, using=using) as (cur, scope_id, (fenced, locked)):
         if scope_id is None:
             raise BatchAbandoned("no scope is visible behind the claimed routing id")
-        result = _Batch(cur, scope_id, routing_id, claims, lease_owner).run()
+        result = _Batch(cur, scope_id, routing_id, claims, lease_owner).run(fenced, locked)
         # One commit covers every schedule of the batch, so each barrier is one point for the
         # whole batch: reached when at least one schedule would have reached it alone.
         if result.bridged:
@@ -138,16 +152,23 @@ class _Batch:
         self.items = [_Item(c) for c in claims]
         self.result = BatchResult()
         self.fences: Fences | None = None
+        self.instant_text = InstantText()  # the batch's timestamptz texts, one per instant
 
     # ------------------------------------------------------------------ reads
-    def run(self) -> BatchResult:
+    def run(self, fenced: list[tuple], locked: list[tuple]) -> BatchResult:
+        """``fenced``, ``locked``: the rows of "lock fences in scope" and "lock batch", read
+        in this transaction before anything else (process_batch)."""
         cur, scope_id = self.cur, self.scope_id
-        self.fences = fences = records.lock_fences(cur, scope_id)
+        if not fenced:
+            # As records.lock_fences: the scope row exists (routed found it), so the store row
+            # is missing (an unmigrated or damaged store).
+            raise SchemaMissing("the store row or the scope row is missing", scope=scope_id)
+        self.fences = fences = Fences(*fenced[0])
         if fences.schema_version < REQUIRED_SCHEMA or fences.compatibility_floor > SCHEMA_VERSION:
             raise SchemaBelowFloor(f"database schema {fences.schema_version} (floor "
                                    f"{fences.compatibility_floor}) does not fit this code "
                                    f"(needs {REQUIRED_SCHEMA}, is {SCHEMA_VERSION})")
-        self._lock(self.items)
+        self._lock(self.items, locked)
         specs: dict[tuple, Any] = {}
         released: list[_Item] = []  # no-op: lease released, nothing else written
         active: list[_Item] = []
@@ -193,17 +214,13 @@ class _Batch:
         return {"routing_id": c.routing_id, "scope_id": self.scope_id,
                 "schedule_id": c.schedule_id}
 
-    def _lock(self, items: list[_Item]) -> None:
+    def _lock(self, items: list[_Item], rows: list[tuple]) -> None:
         """Every lock the batch takes before it decides, in one statement ("lock batch"): per
         claimed schedule, in schedule_id order, its definition FOR UPDATE, its dispatch row
         FOR UPDATE and, for a claim still ours on an active definition, its slot (the latest
         linked Work, FOR SHARE) and its pending coalesced occurrence (FOR UPDATE): the single
         step's order, schedule after schedule."""
         ordered = sorted(items, key=lambda i: i.schedule_id)
-        rows = run_batch(self.cur, "lock_batch", {
-            "scope_id": self.scope_id, "routing_id": self.routing_id, "lease_owner": self.owner,
-            "schedule_ids": [i.schedule_id for i in ordered],
-            "revisions": [i.claim.dispatch_revision for i in ordered]}).fetchall()
         if [row[0] for row in rows] != [i.schedule_id for i in ordered]:
             raise BatchAbandoned("the batch's locking read returned other rows than its claims")
         parsed: dict[str | None, Any] = {}
@@ -254,13 +271,17 @@ class _Batch:
     def _write(self, fast: list[_Item], released: list[_Item]) -> None:
         cur, scope_id, now = self.cur, self.scope_id, self.fences.clock
         bridging = [i for i in fast if i.decision.action in ("nominal", "recovery")]
-        works = WorkBatch(cur, scope_id, now)
+        works = WorkBatch(cur, scope_id, now, self.instant_text)
         for item in bridging:
             d, dec = item.d, item.decision
             item.identity = OccurrenceIdentity(scope_id, d.schedule_id, d.generation,
                                                dec.action, dec.first)
             works.add(item.schedule_id, item.identity, dec.last, d.target_json,
                       key=item.target_text)
+        connection = pipeline_connection(cur) if works else None
+        if connection is not None:
+            self._write_pipelined(fast, released, bridging, works, connection)
+            return
         fresh = works.bridge() if works else {}
         if fresh:
             barrier(SCHEDULE_WORK_AFTER_ACCEPTANCE)
@@ -275,9 +296,56 @@ class _Batch:
                                       write_link=False)
         self._finish(fast, released)
 
+    def _write_pipelined(self, fast: list[_Item], released: list[_Item],
+                         bridging: list[_Item], works: WorkBatch, connection) -> None:
+        """The bridging and the closing statement in one psycopg pipeline: the closing rows are
+        built in Python while the server runs the bridging statement, and both results come
+        back in one round trip (docs/benchmarks.md "Batched schedule passes, profiled").
+
+        The closing rows need each schedule's bridge result before it exists, so they are
+        built for the result nearly every batch gets: every occurrence and its Work inserted
+        by the bridging statement (``Bridged(derived, created=True)``, exactly what
+        :meth:`WorkBatch.resolve` returns then). When the result is anything else (an
+        occurrence or Work that existed already, not the runtime in scope) the batch is
+        abandoned before it commits: it rolls back and every schedule runs alone
+        (``processor.process_due``), where the single step bridges it, compare or return, as
+        the sequential form of this batch would have. The barrier after acceptance is reached
+        after both statements, still before the commit: a crash there leaves nothing."""
+        cur = self.cur
+        for item in bridging:
+            item.bridged = Bridged(works.derived(item.schedule_id), created=True)
+        closing_cursor = sibling_cursor(cur)
+        try:
+            with cur.db.wrap_database_errors, connection.pipeline():
+                works.send()  # sent now; the server runs it while the closing rows are built
+                steps = self._closing_steps(fast, released)
+                self._send_closing(closing_cursor, steps)
+            # The pipeline's end waited for both results (one round trip): read them.
+            got = cur.fetchall()
+            closing = closing_cursor.fetchone()
+        finally:
+            closing_cursor.close()
+        if not works.all_created(got):
+            raise BatchAbandoned("an occurrence or its Work existed already (or the bridge ran "
+                                 "outside the runtime's scope): the schedules run alone")
+        fresh = works.resolve(got)
+        barrier(SCHEDULE_WORK_AFTER_ACCEPTANCE)
+        for item in bridging:
+            # (The identities keep fresh_id unset: only the single bridge reads it, and every
+            # occurrence here is bridged already.)
+            if fresh[item.schedule_id][1] != item.bridged:  # all created: resolve() agrees
+                raise BatchAbandoned("a bridge result differs from the closing rows' premise")
+        self._check_closing(steps, closing)
+
     def _finish(self, fast: list[_Item], released: list[_Item]) -> None:
         """The closing statement of every set-based schedule (step._Ctx.finish_step per row,
         and finish_claim for the no-op ones), then each row's counts checked."""
+        steps = self._closing_steps(fast, released)
+        if not steps:
+            return
+        self._check_closing(steps, self._send_closing(self.cur, steps).fetchone())
+
+    def _closing_steps(self, fast: list[_Item], released: list[_Item]) -> list[dict[str, Any]]:
         steps: list[dict[str, Any]] = []
         for item in released:
             steps.append({"schedule_id": item.schedule_id, "revision": None, "old_cursor": None,
@@ -285,13 +353,17 @@ class _Batch:
                           "event": None, "detail": None, "claim": item.claim})
         for item in fast:
             steps.append(self._step_row(item))
-        if not steps:
-            return
-        moved, linked, released_ids = run_batch(self.cur, "finish_steps", {
+        return steps
+
+    def _send_closing(self, cur, steps: list[dict[str, Any]]):
+        return run_batch(cur, "finish_steps", {
             "scope_id": self.scope_id, "routing_id": self.routing_id,
             "lease_owner": self.owner, "actor": f"processor:{self.owner}",
             "now": self.fences.clock, "recorded_at": self.fences.clock,
-            "rows": rows_json([_finish_row(s) for s in steps])}).fetchone()
+            "rows": rows_json([_finish_row(s, self.instant_text) for s in steps])})
+
+    def _check_closing(self, steps: list[dict[str, Any]], result: tuple) -> None:
+        moved, linked, released_ids = result
         want_moved = {s["schedule_id"] for s in steps if s["new_cursor"] is not None}
         want_linked = {s["schedule_id"] for s in steps if s["link"] is not None}
         if set(moved) != want_moved or len(moved) != len(want_moved):
@@ -334,17 +406,17 @@ class _Batch:
             self.result.decided = True
 
 
-def _finish_row(step: dict[str, Any]) -> dict[str, Any]:
+def _finish_row(step: dict[str, Any], text: InstantText) -> dict[str, Any]:
     """One row of "finish steps"."""
     link = step["link"]
     return {
         "schedule_id": step["schedule_id"], "revision": step["revision"],
-        "old_cursor": step["old_cursor"], "new_cursor": step["new_cursor"],
+        "old_cursor": text(step["old_cursor"]), "new_cursor": text(step["new_cursor"]),
         "link_id": None if link is None else link[0],
-        "work_id": None if link is None else link[1].work_id,
+        "work_id": None if link is None else str(link[1].work_id),
         "command": None if link is None else link[1].command,
         "idempotency_key": None if link is None else link[1].idempotency_key,
-        "dispatch_revision": step["claim"].dispatch_revision, "due_at": step["due"],
+        "dispatch_revision": step["claim"].dispatch_revision, "due_at": text(step["due"]),
         "generation": step["generation"], "event": step["event"],
         # The detail nested as it is: rows_json writes the same JSON value records.to_json
         # would (one encoding per row instead of three).

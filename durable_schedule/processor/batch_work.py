@@ -36,6 +36,12 @@ from durable_schedule.work.target import WorkTarget
 QUERIES = "schedule_batch_queries.sql"
 
 
+def batch_statement(name: str) -> str:
+    """The text of one named query of ``schedule_batch_queries.sql`` (to send it in a
+    pipeline)."""
+    return query(QUERIES, name)
+
+
 def run_batch(cur, name: str, params: dict[str, Any]):
     """Execute one named query of ``schedule_batch_queries.sql``; returns the cursor."""
     cur.execute(query(QUERIES, name), params)
@@ -50,11 +56,38 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} has no JSON form here")
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=_plain)
+
+
 def rows_json(rows: list[dict[str, Any]]) -> str:
     """The rows of a multi-row statement as one jsonb parameter (see the query file): instants
     as ISO-8601 text with their offset, uuids as text, JSON values (payloads, details) nested as
-    they are, so the column's jsonb is the same value its canonical text would give."""
-    return json.dumps(rows, ensure_ascii=False, allow_nan=False, default=_plain)
+    they are, so the column's jsonb is the same value its canonical text would give. The rows'
+    builders pass the instants of timestamptz columns as text already (:class:`InstantText`):
+    a ``default`` call per value cost more than the encoding of the rest of the row."""
+    return _ENCODER.encode(rows)
+
+
+class InstantText:
+    """ISO-8601 text of the instants one batch sends in ``timestamptz`` columns, each distinct
+    instant formatted once (a batch's schedules share most of their instants: the cursor they
+    leave, the next due time). Keyed by value: equal aware datetimes are the same instant, and
+    the column's input function reads any of their texts as that instant, so the stored value
+    is the same whichever text is sent. Never for JSON values that are stored as text (history
+    details format their own instants)."""
+
+    __slots__ = ("_texts",)
+
+    def __init__(self) -> None:
+        self._texts: dict[datetime, str] = {}
+
+    def __call__(self, value: datetime | None) -> str | None:
+        if value is None:
+            return None
+        text = self._texts.get(value)
+        if text is None:
+            text = self._texts[value] = value.isoformat()  # as _plain would write it
+        return text
 
 
 class _Template:
@@ -104,12 +137,15 @@ class BatchAbandoned(Exception):  # noqa: N818 - an internal signal, never leave
 class WorkBatch:
     """The new nominal and recovery occurrences of a batch, bridged to Work together."""
 
-    def __init__(self, cur, scope_id: str, now: datetime) -> None:
+    def __init__(self, cur, scope_id: str, now: datetime,
+                 instant_text: InstantText | None = None) -> None:
         self.cur, self.scope_id, self.now = cur, scope_id, now
+        self.instant_text = InstantText() if instant_text is None else instant_text
         self._pending: list[tuple[str, OccurrenceIdentity, datetime, WorkLink, _Template]] = []
         # One template per stored target text: the schedules of one target share it, and
         # parsing and validating a target is most of the Python work of an acceptance.
         self._templates: dict[str, _Template] = {}
+        self._derived: dict[str, WorkLink] = {}
 
     def __bool__(self) -> bool:
         return bool(self._pending)
@@ -125,22 +161,46 @@ class WorkBatch:
         if template is None:
             template = self._templates[key] = _Template(WorkTarget.from_json(target_json),
                                                         self.now, len(self._templates))
-        self._pending.append((schedule_id, identity, last, derive_link(identity), template))
+        derived = self._derived[schedule_id] = derive_link(identity)
+        self._pending.append((schedule_id, identity, last, derived, template))
 
     def bridge(self) -> dict[str, tuple[int, Bridged]]:
         """Insert every queued occurrence linked to its derived Work and accept that Work, in
         one statement. Returns ``{schedule_id: (occurrence id, Bridged)}`` for the occurrences
         it inserted; one that existed already is absent (the caller bridges it alone)."""
+        return self.resolve(self.send().fetchall())
+
+    def derived(self, schedule_id: str) -> WorkLink:
+        """The derived Work identity of a queued occurrence."""
+        return self._derived[schedule_id]
+
+    def send(self):
+        """Execute "bridge occurrences" for the queued occurrences; returns the cursor (in a
+        pipeline the result is fetched later, see ``batch._Batch._write``)."""
         rows = []
+        text = self.instant_text
         for n, (schedule_id, identity, last, derived, template) in enumerate(self._pending):
+            # first: the identity's own microsecond UTC text (derive_link formatted it already).
             rows.append({"n": n, "t": template.number, "schedule_id": schedule_id,
                          "generation": identity.generation, "kind": identity.kind,
-                         "first": identity.first_nominal_utc, "last": last,
-                         "work_id": derived.work_id, "command_id": derived.command,
+                         "first": identity.first_iso, "last": text(last),
+                         "work_id": derived.work_id_str(), "command_id": derived.command,
                          "idempotency_key": derived.idempotency_key})
-        got = run_batch(self.cur, "bridge_occurrences", {
+        return run_batch(self.cur, "bridge_occurrences", {
             "scope_id": self.scope_id, "now": self.now, "rows": rows_json(rows),
-            "templates": rows_json([t.row for t in self._templates.values()])}).fetchall()
+            "templates": rows_json([t.row for t in self._templates.values()])})
+
+    def all_created(self, got: list[tuple]) -> bool:
+        """Did "bridge occurrences" (its rows ``got``) insert every queued occurrence and its
+        Work, as the runtime in scope? Then :meth:`resolve` needs no compare-or-return."""
+        if not got or not got[0][0]:
+            return False
+        created = {row[1] for row in got if row[1] is not None and row[3]}
+        return len(created) == len(self._pending) and \
+            all(p[0] in created for p in self._pending)
+
+    def resolve(self, got: list[tuple]) -> dict[str, tuple[int, Bridged]]:
+        """The result of :meth:`send`, as :meth:`bridge` returns it."""
         if not got or not got[0][0]:
             # Not the runtime role in this scope: the single bridge raises the precise error.
             raise BatchAbandoned("the batch's Work bridge does not run as the runtime in scope")

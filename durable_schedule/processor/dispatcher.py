@@ -16,7 +16,7 @@ from django.db import DataError
 
 from durable_schedule.errors import InvalidLease
 from durable_schedule.observability.metrics import timed_claim
-from durable_schedule.schedules.records import run
+from durable_schedule.schedules.records import statement
 from durable_schedule.store import identifiers
 from durable_schedule.store.transactions import dispatcher_transaction
 
@@ -57,10 +57,12 @@ def claim(lease_owner: str, lease_duration: timedelta, max_rows: int, *,
     if type(max_rows) is not int or not 1 <= max_rows <= MAX_ROWS:
         raise InvalidLease(f"max_rows must be between 1 and {MAX_ROWS}", max_rows=max_rows)
     try:
-        with dispatcher_transaction(using=using) as cur:
-            rows = run(cur, "claim", {"lease_owner": lease_owner,
+        # The claim goes with the role switch (one round trip: dispatcher_transaction).
+        first = (statement("claim"), {"lease_owner": lease_owner,
                                       "lease_duration": lease_duration,
-                                      "max_rows": max_rows}).fetchall()
+                                      "max_rows": max_rows})
+        with dispatcher_transaction(using=using, first=first) as cur:
+            rows = cur.fetchall()
     except DataError as exc:  # the function's own DS404 refusal (SQLSTATE 22023)
         raise InvalidLease(str(exc).splitlines()[0], lease_owner=lease_owner) from exc
     return [Claim(int(r[0]), r[1], int(r[2])) for r in rows]

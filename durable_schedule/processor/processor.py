@@ -266,6 +266,8 @@ class _Pass:
 
     def _record(self, outcome: ScheduleOutcome) -> None:
         self.counts.record(outcome)
+        if not log.isEnabledFor(logging.DEBUG):
+            return  # the record's extra fields cost more than the count (per schedule)
         log.debug("schedule %s/%s: %s", outcome.scope_id, outcome.schedule_id,
                   outcome.action, extra={
                       "scope_id": outcome.scope_id, "schedule_id": outcome.schedule_id,

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from durable_schedule.errors import SchemaMissing, UnevaluableGeneration
+from durable_schedule.evaluation.isotext import iso_us
 from durable_schedule.evaluation.timeline import ScheduleSpec, spec_from_json
 from durable_schedule.store.sqlfiles import query
 
@@ -22,6 +23,11 @@ QUERIES = "schedule_queries.sql"
 
 #: Work states that no longer occupy the schedule-wide slot (docs/protocol/schedules.md rule S4).
 TERMINAL_WORK_STATES = frozenset({"succeeded", "failed", "expired", "canceled"})
+
+
+def statement(name: str) -> str:
+    """The text of one named query of ``schedule_queries.sql`` (to send it in a pipeline)."""
+    return query(QUERIES, name)
 
 
 def run(cur, name: str, params: dict[str, Any] | None = None):
@@ -169,4 +175,4 @@ def upsert_dispatch(cur, *, routing_id: int, schedule_id: str, due_at: datetime 
 
 def iso(value: datetime | None) -> str | None:
     """Microsecond ISO-8601 text of an instant (history details and evidence)."""
-    return None if value is None else value.isoformat(timespec="microseconds")
+    return iso_us(value)  # value.isoformat(timespec="microseconds"), formatted once

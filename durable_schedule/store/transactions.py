@@ -25,9 +25,14 @@ cursor these forms yield executes on the underlying psycopg connection with serv
 and ``prepare=True``, whatever the project's ``DATABASES`` options say, so the long named
 queries are parsed and planned once per connection. It is still a Django cursor wrapper around
 the same connection and transaction: Django's error translation, ``execute_wrapper`` hooks,
-query logging and the connection's adapters (jsonb as text, the timestamptz loader) apply as
-before. ``DURABLE_SCHEDULE["PREPARE_STATEMENTS"] = False`` yields Django's own cursor instead
-(client-side binding unless the project configured otherwise).
+query logging and the connection's adapters (jsonb as text) apply as before; timestamptz is
+loaded to the value Django's loader gives, by psycopg's C parser where it is installed
+(store/timestamps.py). ``DURABLE_SCHEDULE["PREPARE_STATEMENTS"] = False`` yields Django's own
+cursor instead (client-side binding unless the project configured otherwise).
+
+Pipelines: ``routed_pipelined`` and ``dispatcher_transaction(first=...)`` send their first
+statements with the scope entry or role switch in one psycopg pipeline (one round trip for all
+of them); with Django's own cursor they run one after the other.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from durable_schedule.errors import (
     ScopeLost,
     WrongRole,
 )
-from durable_schedule.store import arrays, identifiers
+from durable_schedule.store import arrays, identifiers, timestamps
 from durable_schedule.store.inspection import DISPATCHER_ROLE, RUNTIME_ROLE
 
 SCOPE_SETTING = "durable_schedule.scope_id"
@@ -162,14 +167,36 @@ def _cursor(conn):
             pg.prepare_threshold = _ONLY_WHEN_ASKED
         arrays.register(pg)  # BinaryArray parameters in the binary format (store/arrays.py)
         raw = psycopg.Cursor(pg)
-        # The cursor gets the project's time zone when the connection's timestamptz loader
-        # disagrees (the adapters map is otherwise the connection's own: jsonb as text).
+        # The cursor's timestamptz loader gives what Django's loader for the project's time
+        # zone gives, parsed by psycopg's C implementation when it is installed
+        # (store/timestamps.py); the adapters map is otherwise the connection's own (jsonb as
+        # text). Without it: Django's loader, re-registered when the connection's disagrees.
+        fast = timestamps.loader_for(conn.timezone)
         tzloader = pg.adapters.get_loader(_TIMESTAMPTZ_OID, Format.TEXT)
-        if conn.timezone != getattr(tzloader, "timezone", conn.timezone):
+        if fast is not None:
+            raw.adapters.register_loader(_TIMESTAMPTZ_OID, fast)
+        elif conn.timezone != getattr(tzloader, "timezone", conn.timezone):
             from django.db.backends.postgresql.psycopg_any import register_tzloader
 
             register_tzloader(conn.timezone, raw)
         return conn._prepare_cursor(_PreparingCursor(raw))
+
+
+def pipeline_connection(cur) -> psycopg.Connection | None:
+    """The psycopg connection under a cursor of :func:`_cursor` when statements on it may run
+    in a psycopg pipeline (the preparing cursor, libpq with pipeline mode), else None.
+    Django's own cursor (``PREPARE_STATEMENTS = False``) may bind client-side, which pipeline
+    mode refuses: the caller then runs its statements one after the other."""
+    raw = getattr(cur, "cursor", None)
+    if not isinstance(raw, _PreparingCursor) or not psycopg.Pipeline.is_supported():
+        return None
+    return raw._cur.connection
+
+
+def sibling_cursor(cur):
+    """A second cursor of the same form on the same connection and transaction (a pipeline
+    keeps one pending result per cursor)."""
+    return _cursor(cur.db)
 
 
 def _wrong_role(exc: DatabaseError) -> WrongRole | None:
@@ -247,6 +274,49 @@ def routed(routing_id: int, *, using: str | None = None) -> Iterator[tuple[objec
             raise (_wrong_role(exc) or exc) from exc
         scope_id = cur.fetchone()[0]
         yield cur, scope_id
+        _leave_if_nested(cur, nested)
+
+
+@contextmanager
+def routed_pipelined(routing_id: int, statements: list[tuple[str, object]], *,
+                     using: str | None = None) -> Iterator[tuple[object, str | None, list]]:
+    """:func:`routed`, with the transaction's first ``statements`` (``(sql, params)`` each)
+    sent with the scope entry in one psycopg pipeline: one round trip for all of them instead
+    of one each. Yields ``(cursor, scope_id, rows)``: ``rows`` holds each statement's
+    ``fetchall()``. The statements must read the scope from the transaction-local setting
+    (``current_setting('durable_schedule.scope_id')``), not from a parameter: they are sent
+    before the scope id is known. When the routing id names no visible scope they ran without
+    a scope of this transaction and the caller must discard their rows (``scope_id`` None).
+    Without a pipeline (Django's own cursor) they run one after the other, after the entry."""
+    conn = connection(using)
+    with transaction.atomic(using=conn.alias, durable=True), _cursor(conn) as cur:
+        nested = _previous_role_if_nested(conn, cur)
+        pg = pipeline_connection(cur)
+        cursors = [_cursor(conn) for _ in statements] if pg is not None else []
+        try:
+            try:
+                if pg is None:
+                    cur.execute(_ENTER_ROUTED, [int(routing_id)])
+                else:
+                    with conn.wrap_database_errors, pg.pipeline():
+                        cur.execute(_ENTER_ROUTED, [int(routing_id)])
+                        for statement_cursor, (sql, params) in zip(cursors, statements,
+                                                                   strict=True):
+                            statement_cursor.execute(sql, params)
+            except DatabaseError as exc:
+                raise (_wrong_role(exc) or exc) from exc
+            scope_id = cur.fetchone()[0]
+            if pg is None:
+                rows = []
+                for sql, params in statements:
+                    cur.execute(sql, params)
+                    rows.append(cur.fetchall())
+            else:
+                rows = [statement_cursor.fetchall() for statement_cursor in cursors]
+        finally:
+            for statement_cursor in cursors:
+                statement_cursor.close()
+        yield cur, scope_id, rows
         _leave_if_nested(cur, nested)
 
 
@@ -333,16 +403,35 @@ def runtime_transaction(*, using: str | None = None) -> Iterator[object]:
 
 
 @contextmanager
-def dispatcher_transaction(*, using: str | None = None) -> Iterator[object]:
+def dispatcher_transaction(*, using: str | None = None,
+                           first: tuple[str, object] | None = None) -> Iterator[object]:
     """The claim transaction: its own outermost transaction as ``durable_dispatcher``.
 
     ``durable=True`` makes Django refuse to run it inside a caller's atomic block, so the claim
     always commits before scoped data is read (docs/protocol/schedules.md, transaction form 1).
+
+    ``first``: ``(sql, params)`` of the transaction's first statement after the role switch
+    (the claim). It is sent with the switch in one psycopg pipeline, one round trip instead of
+    two, and the yielded cursor holds its result. The switch's proof is checked once both
+    results are back; a failed proof raises before anything commits (the transaction rolls
+    back with whatever the statement did).
     """
     conn = connection(using)
     with transaction.atomic(using=conn.alias, durable=True), _cursor(conn) as cur:
         nested = _previous_role_if_nested(conn, cur)
-        _set_role(cur, DISPATCHER_ROLE)
+        pg = None if first is None else pipeline_connection(cur)
+        if pg is None:
+            _set_role(cur, DISPATCHER_ROLE)
+            if first is not None:
+                cur.execute(*first)
+        else:
+            with _cursor(conn) as role_cur:
+                with conn.wrap_database_errors, pg.pipeline():
+                    role_cur.execute(_ENTER_DISPATCHER + ", current_user", [DISPATCHER_ROLE])
+                    cur.execute(*first)
+                _, user = role_cur.fetchone()
+            if user != DISPATCHER_ROLE:
+                raise WrongRole(f"expected to run as {DISPATCHER_ROLE}, current_user is {user}")
         yield cur
         _leave_if_nested(cur, nested)
 

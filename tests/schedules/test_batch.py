@@ -383,3 +383,52 @@ def test_process_due__refuses_a_bad_batch_size(clock, target):
             run_pass(clock, T0 + HOUR, batch_size=bad)
         assert err.value.code == "DS406"
     assert works() == []
+
+
+# ------------------------------------------------------------------ pipelined bridge and close
+def test_batch__bridges_and_closes_in_one_pipeline_when_every_occurrence_is_new(
+        clock, target, monkeypatch, caplog):
+    names = many(target, 8)
+    calls = []
+    pipelined = batch_module._Batch._write_pipelined
+
+    def spy(self, *args):
+        calls.append(len(args[2]))  # the bridging items
+        return pipelined(self, *args)
+
+    monkeypatch.setattr(batch_module._Batch, "_write_pipelined", spy)
+    counts = run_pass(clock, T0 + HOUR)
+    assert calls == [8]
+    assert (counts.claimed, counts.materialized) == (8, 8)
+    assert "rolled back" not in caplog.text
+    for name in names:
+        assert [o[1:5] for o in occurrences(name)] == [
+            ("nominal", T0 + HOUR, T0 + HOUR, "materialized")]
+        assert dispatch(name)[0:2] == (T0 + 2 * HOUR, None)
+
+
+def test_an_occurrence_that_exists_with_its_derived_link__runs_alone_and_is_returned(
+        clock, target, caplog):
+    # The closing rows of the pipeline assume every occurrence is new; m03's 13:00 occurrence
+    # exists already, linked to its derived Work (a committed bridge whose cursor move is
+    # missing). The batch rolls back before it commits, every schedule runs alone, and m03's
+    # single bridge returns the stored link (compare or return): no second Work for it.
+    names = many(target, 6)
+    run_pass(clock, T0 + HOUR)
+    rows("update durable_work set state = 'succeeded' returning 1")
+    derived = derive_link(OccurrenceIdentity(SCOPE, "m03", 1, "nominal", T0 + 2 * HOUR))
+    rows("insert into durable_schedule_occurrence (scope_id, schedule_id, generation, kind,"
+         " first_nominal_utc, last_nominal_utc, state, work_id, work_command,"
+         " work_idempotency_key, created_at, updated_at) values (%s, 'm03', 1, 'nominal',"
+         " %s, %s, 'materialized', %s, %s, %s, now(), now()) returning 1",
+         (SCOPE, T0 + 2 * HOUR, T0 + 2 * HOUR, derived.work_id, derived.command,
+          derived.idempotency_key))
+    counts = run_pass(clock, T0 + 2 * HOUR)
+    assert "rolled back" in caplog.text
+    assert (counts.claimed, counts.materialized) == (6, 6)
+    m03 = next(o for o in counts.outcomes if o.schedule_id == "m03")
+    assert (m03.work_id, m03.detail["link"]["created"]) == (derived.work_id, False)
+    for name in names:
+        assert [o[2] for o in occurrences(name)] == [T0 + HOUR, T0 + 2 * HOUR]
+        assert definition(name)["cursor_utc"] == T0 + 2 * HOUR
+    assert len(works()) == 6 + 5

@@ -30,8 +30,8 @@ def test_lease_expiring_mid_batch__a_takeover_claims_exactly_the_rows_the_batch_
     locked, resume = threading.Event(), threading.Event()
     real = batch_module._Batch._lock
 
-    def pausing(self, items):
-        real(self, items)  # definitions, dispatch rows and slots of the batch are locked
+    def pausing(self, items, rows):  # rows: what the locking read returned
+        real(self, items, rows)  # definitions, dispatch rows and slots of the batch are locked
         locked.set()
         resume.wait(30)
 

@@ -57,8 +57,8 @@ def test_lock_batch__locks_the_slot_work_of_live_claims_only(committed_clock, ta
     locked, resume = threading.Event(), threading.Event()
     real = batch_module._Batch._lock
 
-    def pausing(self, items):
-        real(self, items)
+    def pausing(self, items, rows):  # rows: what the locking read returned
+        real(self, items, rows)
         locked.set()
         resume.wait(30)
 

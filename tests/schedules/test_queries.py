@@ -16,7 +16,7 @@ def test_schedule_queries__every_named_block_is_used_by_the_schedule_code():
     assert names
     code = "".join(p.read_text() for folder in ("schedules", "processor")
                    for p in (ROOT / folder).glob("*.py"))
-    used = set(re.findall(r'\brun\(\s*[\w.]+,\s*"([a-z_]+)"', code))
+    used = set(re.findall(r'\b(?:run\(\s*[\w.]+,|statement\()\s*"([a-z_]+)"', code))
     assert used == names, (names - used, used - names)
 
 
@@ -31,5 +31,5 @@ def test_schedule_batch_queries__every_named_block_is_used_by_the_processor():
     names = set(sqlfiles.queries("schedule_batch_queries.sql"))
     assert names
     code = "".join(p.read_text() for p in (ROOT / "processor").glob("*.py"))
-    used = set(re.findall(r'\brun_batch\(\s*[\w.]+,\s*"([a-z_]+)"', code))
+    used = set(re.findall(r'\b(?:run_batch\(\s*[\w.]+,|batch_statement\()\s*"([a-z_]+)"', code))
     assert used == names, (names - used, used - names)

@@ -17,6 +17,18 @@
 -- cannot deadlock each other. New rows are inserted in claim order (due time), as one pass
 -- per schedule would.
 
+-- name: lock fences in scope -- "lock fences" of schedule_queries.sql for the scope this
+-- transaction entered: the scope is read from the transaction-local setting, not passed, so the
+-- statement can be sent with the routed scope entry in one pipeline, before the scope id is
+-- known (store/transactions.py routed_pipelined). No scope entered: no row.
+SELECT st.runtime_epoch, st.schema_version, st.compatibility_floor, sc.generation, sc.routing_id,
+       durable_schedule_clock('clock')
+  FROM durable_schedule_store st
+ CROSS JOIN durable_schedule_scope sc
+ WHERE st.id = 1
+   AND sc.scope_id = NULLIF(pg_catalog.current_setting('durable_schedule.scope_id', true), '')
+   FOR SHARE OF st, sc
+
 -- name: lock batch -- every lock a pass of its own takes before it decides, for the whole batch
 -- in one statement: per claimed schedule, in schedule_id order (the caller sorts the ids), its
 -- definition with the active generation FOR UPDATE ("lock definition"), its dispatch row FOR
@@ -34,7 +46,8 @@
 -- deadlock each other. (A claim the processor then hands to the single step or defers -- a
 -- fence mismatch, a fenced or unevaluable generation -- had its slot and pending rows locked
 -- too, which its single step would not have done: a few more locks, in the same order, held
--- until the batch commits.)
+-- until the batch commits.) The scope is the transaction's (its setting, as in "lock fences in
+-- scope"): the statement goes with the scope entry and the fences in one pipeline.
 SELECT c.schedule_id,
        d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_generation,
        d.cursor_utc, d.suspension_reason, d.suspension_evidence, d.suspended_at,
@@ -60,7 +73,7 @@ SELECT c.schedule_id,
           LEFT JOIN durable_schedule_generation g
             ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id
            AND g.generation = d.active_generation
-         WHERE d.scope_id = %(scope_id)s AND d.schedule_id = c.schedule_id
+         WHERE d.scope_id = NULLIF(pg_catalog.current_setting('durable_schedule.scope_id', true), '') AND d.schedule_id = c.schedule_id
            FOR UPDATE OF d) d ON true
   LEFT JOIN LATERAL (
         SELECT x.lease_owner, x.dispatch_revision
@@ -71,7 +84,7 @@ SELECT c.schedule_id,
   LEFT JOIN LATERAL (
         SELECT w.work_id, w.state
           FROM (SELECT o.scope_id, o.work_id FROM durable_schedule_occurrence o
-                 WHERE o.scope_id = %(scope_id)s AND o.schedule_id = d.schedule_id
+                 WHERE o.scope_id = NULLIF(pg_catalog.current_setting('durable_schedule.scope_id', true), '') AND o.schedule_id = d.schedule_id
                    AND o.work_id IS NOT NULL
                  ORDER BY o.id DESC
                  LIMIT 1) o
@@ -82,7 +95,7 @@ SELECT c.schedule_id,
   LEFT JOIN LATERAL (
         SELECT p.id, p.generation, p.first_nominal_utc, p.last_nominal_utc
           FROM durable_schedule_occurrence p
-         WHERE p.scope_id = %(scope_id)s AND p.schedule_id = d.schedule_id
+         WHERE p.scope_id = NULLIF(pg_catalog.current_setting('durable_schedule.scope_id', true), '') AND p.schedule_id = d.schedule_id
            AND p.kind = 'coalesced' AND p.state = 'pending'
            AND d.state = 'active' AND x.lease_owner = %(lease_owner)s::text
            AND x.dispatch_revision = c.revision

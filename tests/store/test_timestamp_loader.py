@@ -1,0 +1,64 @@
+"""store/timestamps.py: the runtime cursor's timestamptz loader gives exactly what Django's
+loader gives (same instant, same tzinfo, same wall time and fold, same ISO text), whatever the
+session's time zone, for random instants across the range PostgreSQL and Python share."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection, transaction
+from django.db.backends.postgresql.psycopg_any import register_tzloader
+
+from durable_schedule.store import timestamps
+from durable_schedule.store.transactions import _cursor
+
+pytestmark = pytest.mark.django_db
+
+ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Kathmandu", "Australia/Lord_Howe",
+         "America/St_Johns", "Pacific/Chatham", "Africa/Monrovia", "Europe/Amsterdam"]
+
+
+def instants(seed: int) -> list[datetime]:
+    rng = random.Random(seed)
+    lo, hi = datetime(1, 1, 3, tzinfo=UTC), datetime(9999, 12, 29, tzinfo=UTC)
+    span = int((hi - lo).total_seconds())
+    picked = [lo + timedelta(seconds=rng.randrange(span), microseconds=rng.randrange(10**6))
+              for _ in range(300)]
+    # Around the DST changes of 2026 in Europe and America (folds and gaps), whole seconds,
+    # trailing zeros in the fraction, and the local mean time offsets before 1900.
+    edges = [datetime(2026, 3, 29, 0, 59, 59, 999999, tzinfo=UTC),
+             datetime(2026, 10, 25, 0, 30, tzinfo=UTC), datetime(2026, 10, 25, 1, 30, tzinfo=UTC),
+             datetime(2026, 11, 1, 5, 30, 0, 100000, tzinfo=UTC),
+             datetime(1850, 6, 1, 12, 0, 0, 10, tzinfo=UTC), datetime(1970, 1, 1, tzinfo=UTC)]
+    return picked + edges
+
+
+def test_loader__needs_psycopg_c_to_exist():
+    assert (timestamps.loader_for(UTC) is None) == (timestamps.native_loader() is None)
+
+
+@pytest.mark.parametrize("zone", ZONES)
+def test_loader__equals_djangos_in_every_session_zone(zone):
+    if timestamps.native_loader() is None:
+        pytest.skip("psycopg's C implementation is not installed: Django's loader is used")
+    values = instants(len(zone))
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            cur.execute("select set_config('TimeZone', %s, true)", [zone])
+        ours = _cursor(connection)
+        django_cursor = connection.connection.cursor()
+        register_tzloader(connection.timezone, django_cursor)  # Django's own loader
+        fast = timestamps.loader_for(connection.timezone)
+        assert ours.cursor.adapters.get_loader(timestamps.TIMESTAMPTZ_OID, 0) is fast
+        assert django_cursor.adapters.get_loader(timestamps.TIMESTAMPTZ_OID, 0) is not fast
+        query = "select v from unnest(%s::timestamptz[]) with ordinality u(v, n) order by n"
+        ours.execute(query, [values])
+        got = [row[0] for row in ours.fetchall()]
+        django_cursor.execute(query, [values])
+        want = [row[0] for row in django_cursor.fetchall()]
+    assert len(got) == len(want) == len(values)
+    for a, b in zip(got, want, strict=True):
+        assert (a, a.tzinfo, a.replace(tzinfo=None), a.fold, a.isoformat()) == \
+            (b, b.tzinfo, b.replace(tzinfo=None), b.fold, b.isoformat())
