@@ -151,6 +151,9 @@ class RetryPolicy:
         attempts = self.maximum_attempts
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
             raise InvalidRetryPolicy("maximum_attempts must be an int >= 1", value=attempts)
+        # Plain int and str values: a subclass compares and hashes equal but may print or encode
+        # otherwise, and the fingerprint's shared parts are cached by equality.
+        object.__setattr__(self, "maximum_attempts", int.__index__(attempts))
         for name in _RETRY_DURATIONS:
             if getattr(self, name) <= timedelta(0):
                 raise InvalidRetryPolicy(f"{name} must be greater than zero")
@@ -162,8 +165,10 @@ class RetryPolicy:
             raise InvalidRetryPolicy("lease_duration must not exceed maximum_lease_lifetime")
         if self.lease_duration > MAX_LEASE_DURATION:
             raise InvalidRetryPolicy("lease_duration must be at most 10 minutes")
-        if self.backoff_algorithm not in BACKOFF_ALGORITHMS:
+        if (not isinstance(self.backoff_algorithm, str)
+                or self.backoff_algorithm not in BACKOFF_ALGORITHMS):
             raise InvalidRetryPolicy(f"backoff_algorithm must be one of {BACKOFF_ALGORITHMS}")
+        object.__setattr__(self, "backoff_algorithm", str.__str__(self.backoff_algorithm))
 
     def retry_delay(self, failed_attempt: int) -> timedelta:
         """Delay after the one-based ``failed_attempt`` (deterministic, no jitter).
@@ -215,6 +220,7 @@ class AttemptPlan:
             raise InvalidAttemptPlan("version must be a non-empty string", value=self.version)
         if self.version not in ATTEMPT_PLAN_VERSIONS:
             raise InvalidAttemptPlan(f"version must be one of {ATTEMPT_PLAN_VERSIONS}")
+        object.__setattr__(self, "version", str.__str__(self.version))  # plain str (RetryPolicy)
         if isinstance(self.offsets, str | bytes) or not isinstance(self.offsets, Sequence):
             raise InvalidAttemptPlan("offsets must be a sequence of durations")
         offsets = tuple(

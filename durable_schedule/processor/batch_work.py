@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from durable_schedule.processor.bridge import (
@@ -71,22 +71,25 @@ def rows_json(rows: list[dict[str, Any]]) -> str:
 class InstantText:
     """ISO-8601 text of the instants one batch sends in ``timestamptz`` columns, each distinct
     instant formatted once (a batch's schedules share most of their instants: the cursor they
-    leave, the next due time). Keyed by value: equal aware datetimes are the same instant, and
-    the column's input function reads any of their texts as that instant, so the stored value
-    is the same whichever text is sent. Never for JSON values that are stored as text (history
-    details format their own instants)."""
+    leave, the next due time). Keyed by value (and, outside UTC, by offset too: equal datetimes
+    of one zone may differ in fold, an hour apart): equal instants are read by the column's
+    input function as the same value whichever of their texts is sent. Never for JSON values
+    that are stored as text (history details format their own instants)."""
 
     __slots__ = ("_texts",)
 
     def __init__(self) -> None:
-        self._texts: dict[datetime, str] = {}
+        self._texts: dict[object, str] = {}
 
     def __call__(self, value: datetime | None) -> str | None:
         if value is None:
             return None
-        text = self._texts.get(value)
+        # Outside UTC, two datetimes of one zone that differ only in fold (the repeated hour)
+        # compare and hash equal but are an hour apart: the offset is part of their key.
+        key = value if value.tzinfo is UTC else (value, value.utcoffset())
+        text = self._texts.get(key)
         if text is None:
-            text = self._texts[value] = value.isoformat()  # as _plain would write it
+            text = self._texts[key] = value.isoformat()  # as _plain would write it
         return text
 
 

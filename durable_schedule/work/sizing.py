@@ -131,7 +131,11 @@ class ClaimSizer:
             size = 2 * self.last_size
         estimate = self.estimate()
         if estimate is not None and estimate > 0:
-            size = min(size, int(slots * self.budget() / estimate))
+            # compared before int(): a subnormal estimate (durations of 0.0 on a coarse clock
+            # decay the mean through them) makes the quotient infinite
+            allowed = slots * self.budget() / estimate
+            if allowed < size:
+                size = int(allowed)
         size = max(floor, min(size, maximum))
         self.last_size = size
         return size

@@ -88,3 +88,48 @@ def test_fingerprint__fast_path_refuses_what_the_reference_refuses():
     with pytest.raises(InvalidArgument, match="work_name is not encodable"):
         fingerprint(work_name="bad\ud800", work_version="v1", payload_bytes=b"{}",
                     provider_safety="idempotent", policy=None, deadline=None, due_at=None)
+
+
+class _SpelledInt(int):
+    """Equal to and hashing like a plain int, but printing otherwise."""
+
+    def __str__(self) -> str:
+        return f"{int(self)}.0"
+
+
+class _ShoutingStr(str):
+    """Equal to and hashing like a plain str, but encoding otherwise."""
+
+    def encode(self, *args, **kwargs) -> bytes:
+        return str.encode(self.upper(), *args, **kwargs)
+
+
+def _odd_policies():
+    odd_retry = RetryPolicy(maximum_attempts=_SpelledInt(3),
+                            backoff_algorithm=_ShoutingStr("fixed-v1"))
+    odd_plan = AttemptPlan(_ShoutingStr("attempt-plan-v1"), PLAN.offsets, PLAN.circuit)
+    return [
+        (ExecutionPolicy(odd_retry),
+         ExecutionPolicy(RetryPolicy(maximum_attempts=3, backoff_algorithm="fixed-v1"))),
+        (ExecutionPolicy.for_attempt_plan(RetryPolicy(maximum_attempts=_SpelledInt(3)), odd_plan),
+         ExecutionPolicy.for_attempt_plan(RetryPolicy(maximum_attempts=3), PLAN)),
+    ]
+
+
+@pytest.mark.parametrize(("odd", "plain"), _odd_policies())
+@pytest.mark.parametrize("odd_first", [True, False])
+def test_fingerprint__policy_equal_to_a_cached_one_hashes_the_same_bytes(odd, plain, odd_first):
+    # An int or str subclass in a policy field compares and hashes equal to the plain value,
+    # so the shared-part cache cannot tell them apart: the policy stores the plain value, and
+    # both encodings (cached or not, whichever came first) are the plain value's bytes.
+    assert odd == plain and hash(odd) == hash(plain)
+    facts = dict(work_name="send-odd", work_version="v1", payload_bytes=b"{}",
+                 provider_safety="idempotent", deadline=None, due_at=None)
+    order = [odd, plain] if odd_first else [plain, odd]
+    digests = [fingerprint(policy=p, **facts) for p in order]
+    references = [reference(policy=p, **facts) for p in order]
+    assert [(f.schema, f.digest) for f in digests] == references
+    assert references[0] == references[1]
+    assert type(odd.retry.maximum_attempts) is int
+    assert type(odd.retry.backoff_algorithm) is str
+    assert odd.plan is None or type(odd.plan.version) is str

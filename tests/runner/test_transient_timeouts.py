@@ -161,3 +161,33 @@ def test_work__a_timeout_that_clears_is_retried_for_the_same_row():
     assert "claimed=1 admitted=1 succeeded=1" in out, out
     assert sql("select state from durable_work") == [("succeeded",)]
     assert sql("select count(*) from demo_effect") == [(1,)]
+
+
+@pytest.mark.parametrize("kind", sorted(TIMEOUTS))
+def test_schedules__a_timeout_inside_the_batchs_pipeline_rolls_it_back_and_the_others_progress(
+        committed_clock, kind):
+    # Two schedules of one scope are one batch: its locking read goes with the scope entry in
+    # one psycopg pipeline (store/transactions.py routed_pipelined). The timeout there rolls the
+    # batch back (after its retries); on the same connection each schedule then runs alone:
+    # the locked one fails naming itself, the other is materialized exactly once.
+    option, sqlstate = TIMEOUTS[kind]
+    target = schedule_targets.report.target(payload={"report": "nightly"})
+    for name in ("s", "t"):
+        schedules.create(SCOPE, name, schedules.Every(HOUR), target)
+    committed_clock.set(T0 + HOUR)
+    blocker = row_lock("select 1 from durable_schedule_definition where schedule_id = 's'"
+                       " for update")
+    try:
+        proc = command("process_schedules", option)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert proc.returncode != 0, out
+    assert "batch of 2 schedules rolled back" in out, out
+    assert "schedule_id='s'" in out and sqlstate in out, out
+    assert sql("select schedule_id, count(*) from durable_schedule_occurrence"
+               " group by schedule_id") == [("t", 1)]
+    assert sql("select count(*) from durable_work") == [(1,)]
+    assert sql("select schedule_id, event from durable_schedule_history"
+               " where event <> 'created' order by id") == [("t", "materialized")]

@@ -124,6 +124,18 @@ def test_sizing__nothing_measured_keeps_the_estimate():
     assert sizer.next_size(100) == 1
 
 
+def test_sizing__instant_items_on_a_coarse_clock_never_break_the_sizing():
+    # A clock whose resolution hides a fast executor (durations read as exactly 0.0) makes the
+    # moving mean decay into the subnormal floats (where it stays: 0.7 x 5e-324 rounds back up),
+    # and budget / estimate overflows to infinity: the claim stays the maximum, no
+    # OverflowError ends every pass from then on.
+    sizer = ClaimSizer(wait_budget=0.5)
+    _run_batch(sizer, 100, 0.001)
+    sizes = {_run_batch(sizer, 100, 0.0) for _ in range(2_200)}
+    assert 0 < sizer.mean < 1e-308 and sizes == {20, 40, 80, 100}
+    assert sizer.next_size(100, slots=4) == 100
+
+
 def test_sizing__one_sizer_per_alias_and_queue_set_kept_across_passes():
     a = sizing.sizer_for("default", None)
     assert sizing.sizer_for("default", None) is a

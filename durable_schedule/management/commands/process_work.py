@@ -51,7 +51,7 @@ class Command(BaseCommand):
                             metavar="SECONDS",
                             help="how long an admitted attempt may wait for the ones claimed "
                                  "before it, by the measured invocation times; sizes each "
-                                 f"claim (0-60 s, default {WAIT_BUDGET_SECONDS:g})")
+                                 f"claim (> 0 and <= 60 s, default {WAIT_BUDGET_SECONDS:g})")
         parser.add_argument("--no-heartbeat", action="store_true",
                             help="do not renew leases in a background thread while executors run")
         parser.add_argument("--concurrency", type=int, default=1,
