@@ -124,7 +124,7 @@ def _parameter(items: list) -> str:
                 shared[key] = common
         explicit = request.work_id is not None
         out.append(
-            f'{{"item":{position},"work_id":"{request.work_id if explicit else uuid.uuid4()}",'
+            f'{{"item":{position},"work_id":"{str(request.work_id) if explicit else uuid.uuid4()}",'
             f'"explicit":{"true" if explicit else "false"},'
             f'"command_id":{_string(request.command_id)},'
             f'"idempotency_key":{_string(request.idempotency_key)},'

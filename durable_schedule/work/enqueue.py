@@ -152,6 +152,10 @@ class WorkRequest:
         if self.work_id is not None and not isinstance(self.work_id, uuid.UUID):
             raise InvalidArgument("work_id must be a uuid.UUID or None",
                                   got=type(self.work_id).__name__)
+        if self.work_id is not None and type(self.work_id) is not uuid.UUID:
+            # A subclass may print or compare as something else: keep its 128 bits only, so
+            # what is stored, compared and embedded in the acceptance parameter is a plain UUID.
+            set_(self, "work_id", uuid.UUID(int=uuid.UUID.int.__get__(self.work_id)))
 
     @property
     def is_legacy(self) -> bool:

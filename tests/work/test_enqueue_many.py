@@ -81,6 +81,22 @@ def test_enqueue_many__an_explicit_work_id_wins_over_a_generated_one(clock):
     assert accepted[0].work_id == accepted[1].work_id == wid
 
 
+class _LoudUUID(uuid.UUID):
+    """A UUID subclass that prints as a JSON fragment (an attack on the embedded parameter)."""
+
+    def __str__(self) -> str:
+        return 'x", "explicit": false, "command_id": "forged'
+
+
+def test_enqueue_many__a_uuid_subclass_work_id_is_stored_as_its_128_bits(clock):
+    wid = _LoudUUID("12345678-1234-5678-1234-567812345678")
+    accepted = work.enqueue_many("tenant-a", [request(1, work_id=wid)])
+    assert type(accepted[0].work_id) is uuid.UUID
+    assert accepted[0].work_id == uuid.UUID("12345678-1234-5678-1234-567812345678")
+    assert count("durable_work") == 1
+    assert rows("select command_id from durable_work") == [("import-1",)]
+
+
 # ------------------------------------------------------------------ all or nothing
 def test_enqueue_many__one_conflict_among_duplicates_writes_nothing(clock):
     work.enqueue_many("tenant-a", [request(0), request(1)])
