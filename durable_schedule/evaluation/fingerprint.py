@@ -122,26 +122,7 @@ def canonical_bytes(
         _field("provider_safety", _text(provider_safety, "provider_safety")),
     ]
     if schema == SCHEMA_V2:
-        retry = None if policy is None else policy.retry
-        plan = None if policy is None else policy.plan
-        parts += [
-            _field("retry.maximum_attempts", retry and retry.maximum_attempts),
-            _field("retry.maximum_elapsed_us", retry and retry.maximum_elapsed),
-            _field("retry.initial_retry_delay_us", retry and retry.initial_retry_delay),
-            _field("retry.maximum_retry_delay_us", retry and retry.maximum_retry_delay),
-            _field("retry.lease_duration_us", retry and retry.lease_duration),
-            _field("retry.renewal_cadence_us", retry and retry.renewal_cadence),
-            _field("retry.maximum_lease_lifetime_us", retry and retry.maximum_lease_lifetime),
-            _field("retry.backoff_algorithm", retry and retry.backoff_algorithm),
-            _field("plan.version", plan and plan.version),
-            _field("plan.offset_count", plan and len(plan.offsets)),
-            _field(
-                "plan.offsets_us",
-                plan and b"".join(_frame(_encode(o)) for o in plan.offsets),
-            ),
-            _field("plan.circuit_us", plan and plan.circuit),
-            _field("deadline", d),
-        ]
+        parts += [*_policy_fields(policy), _field("deadline", d)]
     parts.append(_field("due_at", due))
     return schema, b"".join(parts)
 
@@ -215,9 +196,15 @@ def _shared_policy(schema: str, provider_safety: str, policy: ExecutionPolicy | 
     out = _field("provider_safety", _text(provider_safety, "provider_safety"))
     if schema != SCHEMA_V2:
         return out
+    return out + b"".join(_policy_fields(policy))
+
+
+def _policy_fields(policy: ExecutionPolicy | None) -> list[bytes]:
+    """The v2 retry and plan fields of :func:`canonical_bytes`, in their order (one list for the
+    reference encoding and the cached one, so the two can never name or order them apart)."""
     retry = None if policy is None else policy.retry
     plan = None if policy is None else policy.plan
-    return out + b"".join([
+    return [
         _field("retry.maximum_attempts", retry and retry.maximum_attempts),
         _field("retry.maximum_elapsed_us", retry and retry.maximum_elapsed),
         _field("retry.initial_retry_delay_us", retry and retry.initial_retry_delay),
@@ -230,4 +217,4 @@ def _shared_policy(schema: str, provider_safety: str, policy: ExecutionPolicy | 
         _field("plan.offset_count", plan and len(plan.offsets)),
         _field("plan.offsets_us", plan and b"".join(_frame(_encode(o)) for o in plan.offsets)),
         _field("plan.circuit_us", plan and plan.circuit),
-    ])
+    ]
