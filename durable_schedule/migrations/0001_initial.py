@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        # Unmanaged tables: the SQL file owns their DDL (DESIGN §3).
+        # Unmanaged tables: the SQL file owns their DDL (docs/protocol/storage.md).
         migrations.RunSQL(read("0001_tables.sql"), reverse_sql=migrations.RunSQL.noop),
         migrations.CreateModel(
             name='Occurrence',

@@ -1,5 +1,5 @@
-"""Input validation of the schedule API: every check runs before any database write (STYLE,
-django-tasks' "validation before any database write"; docs/protocol/index.md "Quality bars": "Every
+"""Input validation of the schedule API: every check runs before any database write (as
+django-tasks does: "validation before any database write"; docs/protocol/index.md "Quality bars": "Every
 bad input gets a clear error with a diagnostic code and changes nothing").
 
 Checks that need the database (existence, revision, the acceptance instant) run inside the

@@ -1,4 +1,4 @@
--- durable_schedule store, schema 1: tables, keys and indexes (DESIGN §3).
+-- durable_schedule store, schema 1: tables, keys and indexes (docs/protocol/storage.md).
 -- Released file: never edit it; add a new numbered file and migration instead.
 -- Every scoped table leads its natural keys and foreign keys with scope_id, so a unique or
 -- foreign-key check (which ignores row-level security) can neither fail on nor reveal another
@@ -76,7 +76,7 @@ CREATE TABLE durable_schedule_occurrence (
     CHECK ((work_id IS NULL) = (work_command IS NULL)
            AND (work_id IS NULL) = (work_idempotency_key IS NULL))
 );
--- At most one pending coalesced occurrence per schedule (DESIGN §4.4).
+-- At most one pending coalesced occurrence per schedule (docs/protocol/schedules.md "Occurrence materialization").
 CREATE UNIQUE INDEX durable_schedule_occurrence_one_coalesced
     ON durable_schedule_occurrence (scope_id, schedule_id)
     WHERE kind = 'coalesced' AND state = 'pending';

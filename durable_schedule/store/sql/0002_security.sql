@@ -1,9 +1,9 @@
 -- durable_schedule store, schema 1: roles, clock seam, row-level security, grants and the
--- trusted functions (DESIGN §3). Released file: never edit it; add a new numbered file.
+-- trusted functions (docs/security.md). Released file: never edit it; add a new numbered file.
 -- Runs inside the migration's transaction, so every SECURITY DEFINER function is created and
 -- has EXECUTE revoked from PUBLIC atomically (no window in which PUBLIC may call it).
 
--- name: keys -- composite keys of the two Django-created tables, led by scope_id (DESIGN §3).
+-- name: keys -- composite keys of the two Django-created tables, led by scope_id (docs/security.md).
 ALTER TABLE durable_schedule_generation
     ADD CONSTRAINT durable_schedule_generation_definition_fk FOREIGN KEY (scope_id, schedule_id)
         REFERENCES durable_schedule_definition (scope_id, schedule_id);
@@ -44,10 +44,10 @@ BEGIN
 END
 $roles$;
 
--- name: clock -- the clock seam: all protocol time comes from here (DESIGN §3 "Clock seam").
--- 'transaction' is transaction_timestamp() (schedule commands, spec 000 "Authoritative time");
--- 'clock' is clock_timestamp() (Work acceptance, spec 001 "Acceptance is the insertion-time
--- database timestamp"). Tests replace the body as the owner; the runtime roles only execute it.
+-- name: clock -- the clock seam: all protocol time comes from here (docs/security.md "The clock seam").
+-- 'transaction' is transaction_timestamp() (schedule commands, docs/protocol/schedules.md "Authoritative time");
+-- 'clock' is clock_timestamp() (Work acceptance, docs/protocol/work.md: acceptance is the insertion-time
+-- database timestamp). Tests replace the body as the owner; the runtime roles only execute it.
 CREATE FUNCTION durable_schedule_clock(kind text DEFAULT 'clock')
 RETURNS timestamptz
 LANGUAGE sql VOLATILE PARALLEL SAFE
@@ -62,7 +62,7 @@ GRANT EXECUTE ON FUNCTION durable_schedule_clock(text) TO durable_runtime;
 
 -- name: rls -- every table with scope_id: enabled, forced, one isolation policy.
 -- NULLIF(..., '') because current_setting(name, true) returns '' (not NULL) once any earlier
--- transaction of the session set it: an unset scope must fail closed (DESIGN §3).
+-- transaction of the session set it: an unset scope must fail closed (docs/security.md).
 DO $rls$
 DECLARE
     t text;
@@ -181,7 +181,7 @@ END
 $fn$;
 REVOKE ALL ON FUNCTION durable_schedule_check_claim(text, interval, integer) FROM PUBLIC;
 
--- name: claim_schedule_dispatch -- the dispatcher's only entry point (DESIGN §3).
+-- name: claim_schedule_dispatch -- the dispatcher's only entry point (docs/security.md).
 -- Validates before touching a row; takes due rows with SKIP LOCKED through the partial due
 -- index; the lease expiry becomes the row's next claimable instant; bumps lease generation and
 -- dispatch revision (the fencing token the processor names in its WHERE clauses).
@@ -248,7 +248,7 @@ GRANT EXECUTE ON FUNCTION claim_work_dispatch(text, interval, integer) TO durabl
 -- SECURITY INVOKER: they run as the caller and switch the role with set_config('role', ...,
 -- true), exactly like SET LOCAL ROLE, so row-level security applies to every statement after the
 -- switch. They prove current_user is the runtime role before any scope state is set
--- (DESIGN §4.7). Executable by the owner and the runtime role only.
+-- (docs/security.md "Roles"). Executable by the owner and the runtime role only.
 CREATE FUNCTION durable_schedule_enter_scope(p_scope text)
 RETURNS TABLE (previous_role text, previous_scope text)
 LANGUAGE plpgsql VOLATILE
@@ -316,7 +316,7 @@ GRANT EXECUTE ON FUNCTION durable_schedule_enter_scope(text),
     durable_schedule_leave_scope(text, text, text) TO durable_runtime;
 
 -- name: history partitions -- a new partition starts without RLS or grants: this function
--- forces RLS, creates the exact policy and grants on every child it creates (DESIGN §3).
+-- forces RLS, creates the exact policy and grants on every child it creates (docs/security.md).
 -- Rows for a month without a partition land in the default partition; creating that month's
 -- partition later moves them, so an overdue maintenance run loses nothing.
 CREATE TABLE durable_schedule_history_default PARTITION OF durable_schedule_history DEFAULT;

@@ -1,4 +1,4 @@
--- durable_schedule store, schema 3: the Schedule protocol (spec 000). Released files are never edited.
+-- durable_schedule store, schema 3: the Schedule protocol (docs/protocol/schedules.md). Released files are never edited.
 
 -- name: version -- schema 3 is readable by code of schema >= 3 only.
 UPDATE durable_schedule_store SET schema_version = 3, compatibility_floor = 3, updated_at = now();
@@ -11,7 +11,7 @@ CREATE INDEX durable_schedule_occurrence_linked
 CREATE INDEX durable_schedule_occurrence_pending
     ON durable_schedule_occurrence (scope_id, schedule_id) WHERE state = 'pending';
 
--- name: terminal work requeue -- DESIGN §4.4, spec 000 "Occurrence materialization": when a
+-- name: terminal work requeue -- docs/protocol/schedules.md "Occurrence materialization": when a
 -- materialized Work target reaches a terminal state, the same transaction makes the schedule's
 -- dispatch row due now if a pending coalesced occurrence exists in the active generation.
 -- Runs as the invoker (the runtime role inside its scoped transaction), so row-level security

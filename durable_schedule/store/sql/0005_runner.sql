@@ -1,4 +1,4 @@
--- durable_schedule store, schema 4: wake-up notifications for --loop runners (spec 002).
+-- durable_schedule store, schema 4: wake-up notifications for --loop runners (docs/protocol/runner.md).
 -- Released files are never edited.
 
 -- name: notify -- a dispatch row that becomes due sooner wakes idle runners (LISTEN).
