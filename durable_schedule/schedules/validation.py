@@ -1,6 +1,6 @@
 """Input validation of the schedule API: every check runs before any database write (as
-django-tasks does: "validation before any database write"; docs/protocol/index.md "Quality bars": "Every
-bad input gets a clear error with a diagnostic code and changes nothing").
+django-tasks does: "validation before any database write"; docs/protocol/index.md "Quality
+bars": "Every bad input gets a clear error with a diagnostic code and changes nothing").
 
 Checks that need the database (existence, revision, the acceptance instant) run inside the
 scoped transaction before its first write, and their error rolls that transaction back.
