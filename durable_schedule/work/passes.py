@@ -71,6 +71,17 @@ def validate_concurrency(concurrency: object) -> int:
     return concurrency
 
 
+def validate_pass_arguments(max_items: object, batch: object, lease_owner: object,
+                            lease_seconds: object) -> tuple[str, float]:
+    """The pass's lease owner and claim lease seconds (defaults filled in), or the DS-coded
+    refusal of a bad ``max_items``, ``batch``, owner or lease. ``process_work`` calls it before
+    it touches the database, so a bad argument changes nothing and opens no connection."""
+    owner = default_lease_owner() if lease_owner is None else lease_owner
+    seconds = conf.lease_seconds() if lease_seconds is None else lease_seconds
+    _validate(max_items, batch, owner, seconds)
+    return owner, seconds
+
+
 @instrumented_pass("work")  # metrics + span (docs/operations.md "Metrics")
 def process_work_pass(*, max_items: int = 100, lease_owner: str | None = None,
                       lease_seconds: float | None = None, batch: int = DEFAULT_MAX_BATCH,
@@ -89,9 +100,7 @@ def process_work_pass(*, max_items: int = 100, lease_owner: str | None = None,
     highest priority first, then the oldest due (docs/work.md "Queues and priorities").
     ``stop()`` returning true ends the pass early.
     """
-    owner = default_lease_owner() if lease_owner is None else lease_owner
-    seconds = conf.lease_seconds() if lease_seconds is None else lease_seconds
-    _validate(max_items, batch, owner, seconds)
+    owner, seconds = validate_pass_arguments(max_items, batch, lease_owner, lease_seconds)
     validate_concurrency(concurrency)
     budget = validate_wait_budget(wait_budget)
     opts = Options(owner, heartbeat, using or conf.database_alias(),

@@ -24,9 +24,10 @@ estimate, at most the *wait budget* before it starts:
   the runtime admitted before sizing existed, and fast executors reach the full ``batch`` within
   a few claims.
 
-One sizer per process, per database alias and queue set (:func:`sizer_for`): it outlives the
-pass, because the ``--loop`` runner and the bench call ``process_work_pass`` again and again with
-``max_items=100``. Durations are read on the runtime's monotonic clock seam (:mod:`.clock`).
+One sizer per process, per database alias, queue set and wait budget (:func:`sizer_for`): it
+outlives the pass, because the ``--loop`` runner and the bench call ``process_work_pass`` again
+and again with ``max_items=100``. Durations are read on the runtime's monotonic clock seam
+(:mod:`.clock`).
 
 Sizing never changes a guarantee: it only chooses how many rows the next claim asks for. Every
 admitted attempt is still checked against its own local cancel point right before it starts
@@ -141,19 +142,21 @@ class ClaimSizer:
         return size
 
 
-_sizers: dict[tuple[str, tuple[str, ...] | None], ClaimSizer] = {}
+#: Keyed by alias, queue set and wait budget: two passes of one process with different budgets
+#: (threads, or a ``--loop`` runner beside an in-process caller) must not overwrite each other's
+#: budget, so each budget has its own sizer and its own estimate.
+_sizers: dict[tuple[str, tuple[str, ...] | None, float], ClaimSizer] = {}
 _sizers_lock = threading.Lock()
 
 
 def sizer_for(using: str, queues: tuple[str, ...] | None,
               wait_budget: float = WAIT_BUDGET_SECONDS) -> ClaimSizer:
-    """This process's sizer for the alias and queue set (created on first use)."""
+    """This process's sizer for the alias, queue set and wait budget (created on first use)."""
+    budget = validate_wait_budget(wait_budget)
     with _sizers_lock:
-        sizer = _sizers.get((using, queues))
+        sizer = _sizers.get((using, queues, budget))
         if sizer is None:
-            sizer = _sizers[(using, queues)] = ClaimSizer(wait_budget)
-        else:
-            sizer.wait_budget = validate_wait_budget(wait_budget)
+            sizer = _sizers[(using, queues, budget)] = ClaimSizer(budget)
         return sizer
 
 

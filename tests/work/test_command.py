@@ -28,3 +28,16 @@ def test_process_work__runs_one_bounded_pass_and_prints_its_counts(clock):
 def test_process_work__a_bad_lease_fails_with_its_diagnostic_code(clock):
     with pytest.raises(CommandError, match="DS404"):
         call_command("process_work", "--lease-owner", "bad\towner", stdout=StringIO())
+
+
+@pytest.mark.parametrize("args", [("--batch", "1001"),
+                                  ("--lease-seconds", "601"), ("--lease-owner", "bad\towner")])
+def test_process_work__a_bad_argument_is_refused_before_the_database_is_touched(
+        clock, monkeypatch, args):
+    from durable_schedule.management.commands import process_work as command
+
+    touched = []
+    monkeypatch.setattr(command, "check_prepared_statements", lambda: touched.append(1))
+    with pytest.raises(CommandError, match=r"process_work: DS\d{3}: "):
+        call_command("process_work", *args, stdout=StringIO())
+    assert touched == []

@@ -143,6 +143,19 @@ def test_sizing__one_sizer_per_alias_and_queue_set_kept_across_passes():
     assert sizing.sizer_for("other", None) is not a
 
 
+def test_sizing__a_pass_with_another_wait_budget_does_not_change_an_earlier_passes_sizer():
+    # two passes of one process (threads, a --loop runner beside an in-process caller) with
+    # different budgets: each keeps its own budget instead of the last caller's
+    short = sizing.sizer_for("default", ("budgets",), 0.2)
+    long = sizing.sizer_for("default", ("budgets",), 5.0)
+    assert short is not long
+    assert short.wait_budget == 0.2 and long.wait_budget == 5.0
+    assert sizing.sizer_for("default", ("budgets",), 0.2) is short
+    assert short.wait_budget == 0.2
+    # an equal budget given as an int is the same sizer
+    assert sizing.sizer_for("default", ("budgets",), 5) is long
+
+
 @pytest.mark.parametrize("bad", [0, -1, 0.0, 60.5, math.nan, math.inf, True, "1", None])
 def test_sizing__a_bad_wait_budget_is_refused_with_ds246(bad):
     with pytest.raises(InvalidWaitBudget) as refused:

@@ -24,7 +24,7 @@ from durable_schedule.observability.logs import print_stop_summary
 from durable_schedule.runner.cli import add_runner_arguments, positive_int
 from durable_schedule.runner.pooler import check_prepared_statements
 from durable_schedule.runner.retry import run_with_retry
-from durable_schedule.work.passes import validate_concurrency
+from durable_schedule.work.passes import validate_concurrency, validate_pass_arguments
 from durable_schedule.work.queues import validate_queues
 from durable_schedule.work.sizing import (
     DEFAULT_MAX_BATCH,
@@ -66,6 +66,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         try:
+            # every argument before the database is touched: a refused run changes nothing
+            validate_pass_arguments(options["max_items"], options["batch"],
+                                    options["lease_owner"], options["lease_seconds"])
             concurrency = validate_concurrency(options["concurrency"])
             wait_budget = validate_wait_budget(options["wait_budget"])
             queues = None if options["queues"] is None else validate_queues(options["queues"])
