@@ -78,11 +78,6 @@ from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 
 log = logging.getLogger("durable_schedule.processor")
 
-#: Active schedules from which a batch decides in two parts, the second while the server runs
-#: the first part's bridging statement (_Batch._write_overlapped): below it, the second
-#: statement's own cost would outweigh the overlap.
-OVERLAP_MIN = 32
-
 
 class _Unevaluable(Exception):  # noqa: N818
     """Stored state the single step refuses as unevaluable (it quarantines the row)."""
@@ -200,13 +195,15 @@ class _Batch:
                 # A fenced generation (cron time-zone rules changed): the step suspends it.
                 # buffer_all: the step reads and runs its buffered occurrences.
                 (active if fenced is None and d.overlap != "buffer_all" else rare).append(item)
-        connection = None
-        if len(active) >= OVERLAP_MIN and all(i.d.max_runs is None for i in active):
-            connection = pipeline_connection(cur)
-        if connection is not None:
-            self._write_overlapped(active, rare, released, connection)
-        else:
-            self._write(self._decide(active, rare), released)
+        fast: list[_Item] = []
+        for item in active:
+            try:
+                item.decision = self._evaluate(item)
+            except Exception:  # noqa: BLE001 - as above: alone, after the commit
+                self.result.deferred.append(item.claim)
+                continue
+            (fast if self._is_fast(item) else rare).append(item)
+        self._write(fast, released)
         for item in rare:
             where = {"phase": "lock", "scope_id": scope_id, "schedule_id": item.schedule_id,
                      "routing_id": self.routing_id}
@@ -272,36 +269,16 @@ class _Batch:
         return not (decision.next_due is None and item.pending is None)
 
     # ------------------------------------------------------------------ writes
-    def _decide(self, active: list[_Item], rare: list[_Item]) -> list[_Item]:
-        """Each active schedule's decision; returns the ones written set-based, appends the
-        others to ``rare`` (in order) and defers the ones that cannot be evaluated."""
-        fast: list[_Item] = []
-        for item in active:
-            try:
-                item.decision = self._evaluate(item)
-            except Exception:  # noqa: BLE001 - as above: alone, after the commit
-                self.result.deferred.append(item.claim)
-                continue
-            (fast if self._is_fast(item) else rare).append(item)
-        return fast
-
-    def _works(self, fast: list[_Item], cur) -> tuple[list[_Item], WorkBatch]:
-        """The new occurrences among ``fast`` and their Work, queued on a WorkBatch whose
-        statement runs on ``cur``."""
-        scope_id = self.scope_id
+    def _write(self, fast: list[_Item], released: list[_Item]) -> None:
+        cur, scope_id, now = self.cur, self.scope_id, self.fences.clock
         bridging = [i for i in fast if i.decision.action in ("nominal", "recovery")]
-        works = WorkBatch(cur, scope_id, self.fences.clock, self.instant_text)
+        works = WorkBatch(cur, scope_id, now, self.instant_text)
         for item in bridging:
             d, dec = item.d, item.decision
             item.identity = OccurrenceIdentity(scope_id, d.schedule_id, d.generation,
                                                dec.action, dec.first)
             works.add(item.schedule_id, item.identity, dec.last, d.target_json,
                       key=item.target_text)
-        return bridging, works
-
-    def _write(self, fast: list[_Item], released: list[_Item]) -> None:
-        cur, now = self.cur, self.fences.clock
-        bridging, works = self._works(fast, cur)
         connection = pipeline_connection(cur) if works else None
         if connection is not None:
             self._write_pipelined(fast, released, bridging, works, connection)
@@ -360,64 +337,6 @@ class _Batch:
             if fresh[item.schedule_id][1] != item.bridged:  # all created: resolve() agrees
                 raise BatchAbandoned("a bridge result differs from the closing rows' premise")
         self._check_closing(steps, closing)
-
-    def _write_overlapped(self, active: list[_Item], rare: list[_Item],
-                          released: list[_Item], connection) -> None:
-        """:meth:`_write_pipelined` for a large batch, with the decisions overlapping the
-        server too: the first half of the active schedules is decided and its bridging
-        statement sent, then the second half is decided while the server runs that statement,
-        its own bridging statement sent, and the closing rows built behind both
-        (docs/benchmarks.md "Batched schedule passes, third round"). Nothing else runs on the
-        connection meanwhile: the caller takes this path only when no decision reads the
-        database (no ``max_runs``, whose run count is a query).
-
-        The premise and its guarantees are :meth:`_write_pipelined`'s, for each of the two
-        statements: every occurrence and its Work inserted by its bridging statement, else
-        the batch is abandoned before it commits and every schedule runs alone. A schedule
-        whose decision fails is deferred as in the sequential form: nothing was sent for it
-        (the first half's statement holds other schedules only). The barrier after acceptance
-        is one point for the batch, reached after both statements, before the commit."""
-        cur = self.cur
-        half = len(active) // 2
-        cursors = [sibling_cursor(cur), sibling_cursor(cur)]
-        closing_cursor = sibling_cursor(cur)
-        sent: list[tuple[WorkBatch, list[_Item], Any]] = []
-        steps: list[dict[str, Any]] = []
-        try:
-            with cur.db.wrap_database_errors, connection.pipeline():
-                fast: list[_Item] = []
-                for chunk, chunk_cursor in zip((active[:half], active[half:]), cursors,
-                                               strict=True):
-                    decided = self._decide(chunk, rare)
-                    fast.extend(decided)
-                    bridging, works = self._works(decided, chunk_cursor)
-                    if works:
-                        for item in bridging:
-                            item.bridged = Bridged(works.derived(item.schedule_id),
-                                                   created=True)
-                        works.send()  # the server runs it while the next part is built
-                        sent.append((works, bridging, chunk_cursor))
-                steps = self._closing_steps(fast, released)
-                if steps:
-                    self._send_closing(closing_cursor, steps)
-            # The pipeline's end waited for every result (one round trip): read them.
-            got = [chunk_cursor.fetchall() for _, _, chunk_cursor in sent]
-            closing = closing_cursor.fetchone() if steps else None
-        finally:
-            for one in (*cursors, closing_cursor):
-                one.close()
-        for (works, bridging, _), rows in zip(sent, got, strict=True):
-            if not works.all_created(rows):
-                raise BatchAbandoned("an occurrence or its Work existed already (or the bridge "
-                                     "ran outside the runtime's scope): the schedules run alone")
-            fresh = works.resolve(rows)
-            for item in bridging:
-                if fresh[item.schedule_id][1] != item.bridged:
-                    raise BatchAbandoned("a bridge result differs from the closing rows' premise")
-        if sent:
-            barrier(SCHEDULE_WORK_AFTER_ACCEPTANCE)
-        if steps:
-            self._check_closing(steps, closing)
 
     def _finish(self, fast: list[_Item], released: list[_Item]) -> None:
         """The closing statement of every set-based schedule (step._Ctx.finish_step per row,

@@ -19,7 +19,6 @@ from durable_schedule.processor import batch as batch_module
 from durable_schedule.processor import evaluate as evaluate_module
 from durable_schedule.processor import process_due
 from durable_schedule.processor.batch import process_batch
-from durable_schedule.processor.batch_work import WorkBatch
 from durable_schedule.processor.bridge import OccurrenceIdentity, derive_link
 from tests.schedules.conftest import (
     HOUR,
@@ -128,11 +127,9 @@ def both(fn) -> None:
 _GENERAL_ALONE = [False, False]
 
 
-@pytest.fixture(params=["same path", "general path alone", "overlapped batch"])
+@pytest.fixture(params=["same path", "general path alone"])
 def decision_paths(request, monkeypatch):
     fast = evaluate_module.decide_every
-    if request.param == "overlapped batch":  # even a small batch decides in two parts
-        monkeypatch.setattr(batch_module, "OVERLAP_MIN", 2)
 
     def maybe(*args, **kwargs):
         return None if _GENERAL_ALONE[1] else fast(*args, **kwargs)
@@ -261,22 +258,13 @@ def test_batch__the_statements_of_a_pass_do_not_grow_with_the_number_of_schedule
     rows("update durable_work set state = 'succeeded' returning 1")  # free the a* slots
     clock.set(T0 + 2 * HOUR)
     large = statements_of_a_pass(65, T0 + 2 * HOUR)
-    for i in range(30):  # 95 in all: still one batch (SCHEDULE_BATCH)
-        create(f"c{i:03d}", schedules.Every(HOUR), target)  # first due at T0 + 3 h
-    rows("update durable_work set state = 'succeeded' returning 1")
-    clock.set(T0 + 3 * HOUR)
-    larger = statements_of_a_pass(95, T0 + 3 * HOUR)
-    assert (small[1], large[1], larger[1]) == (5, 65, 95)
+    assert (small[1], large[1]) == (5, 65)
+    assert small[0] == large[0]
     # The claim (role, claim), then one batch (scope; fences; definitions, dispatch rows, slots
     # and pending coalesced in one locking read; occurrences with their Work, the closing
     # write): 7; inside the test's transaction each of the two durable blocks adds SAVEPOINT,
     # RELEASE and a role check and restore (8 more).
-    assert small[0] == 15
-    # From batch.OVERLAP_MIN active schedules on, the occurrences go in two bridging
-    # statements (the second half decided while the server runs the first): one more, and
-    # no more however large the batch.
-    assert 5 < batch_module.OVERLAP_MIN <= 65
-    assert large[0] == larger[0] == 16
+    assert large[0] == 15
 
 
 # ------------------------------------------------------------------ failure isolation
@@ -442,10 +430,8 @@ def test_batch__bridges_and_closes_in_one_pipeline_when_every_occurrence_is_new(
         assert dispatch(name)[0:2] == (T0 + 2 * HOUR, None)
 
 
-@pytest.mark.parametrize("overlap_min", [batch_module.OVERLAP_MIN, 2])
 def test_an_occurrence_that_exists_with_its_derived_link__runs_alone_and_is_returned(
-        clock, target, caplog, monkeypatch, overlap_min):
-    monkeypatch.setattr(batch_module, "OVERLAP_MIN", overlap_min)  # 2: the overlapped form
+        clock, target, caplog):
     # The closing rows of the pipeline assume every occurrence is new; m03's 13:00 occurrence
     # exists already, linked to its derived Work (a committed bridge whose cursor move is
     # missing). The batch rolls back before it commits, every schedule runs alone, and m03's
@@ -496,31 +482,3 @@ def test_a_pass_of_plain_every_schedules__decides_each_on_the_fast_path(clock, t
     for name in names:
         assert [o[1:5] for o in occurrences(name)] == [
             ("nominal", T0 + HOUR, T0 + HOUR, "materialized")]
-
-
-def test_a_large_batch__decides_in_two_parts_around_the_first_bridging_statement(
-        clock, target, monkeypatch, caplog):
-    n = batch_module.OVERLAP_MIN + 3
-    names = many(target, n)
-    overlapped, sent = [], []
-    real_overlapped, real_send = batch_module._Batch._write_overlapped, WorkBatch.send
-
-    def spy_overlapped(self, active, *args):
-        overlapped.append(len(active))
-        return real_overlapped(self, active, *args)
-
-    def spy_send(self):
-        sent.append(len(self._pending))
-        return real_send(self)
-
-    monkeypatch.setattr(batch_module._Batch, "_write_overlapped", spy_overlapped)
-    monkeypatch.setattr(WorkBatch, "send", spy_send)
-    counts = run_pass(clock, T0 + HOUR)
-    assert overlapped == [n] and sent == [n // 2, n - n // 2]
-    assert (counts.claimed, counts.materialized) == (n, n)
-    assert "rolled back" not in caplog.text
-    for name in names:
-        assert [o[1:5] for o in occurrences(name)] == [
-            ("nominal", T0 + HOUR, T0 + HOUR, "materialized")]
-        assert dispatch(name)[0:2] == (T0 + 2 * HOUR, None)
-    assert len(works()) == n
