@@ -24,12 +24,27 @@ def _cached(value: datetime, _offset: object) -> str:
     return value.isoformat(timespec="microseconds")
 
 
+#: The texts of UTC instants (nearly every instant a pass formats), keyed by the value alone:
+#: equal datetimes in ``datetime.UTC`` have equal wall times, whatever their fold, and a plain
+#: dict lookup costs a quarter of the lru_cache call with its offset argument. Cleared when
+#: full (a pass's instants are few; a long-running process must not grow it without bound).
+_UTC_TEXTS: dict[datetime, str] = {}
+_UTC_TEXTS_MAX = 4096
+
+
 def iso_us(value: datetime | None) -> str | None:
     """``value.isoformat(timespec="microseconds")``; None for None."""
     if value is None:
         return None
     if type(value) is not datetime:
         return value.isoformat(timespec="microseconds")
+    if value.tzinfo is UTC:
+        text = _UTC_TEXTS.get(value)
+        if text is None:
+            if len(_UTC_TEXTS) >= _UTC_TEXTS_MAX:
+                _UTC_TEXTS.clear()
+            text = _UTC_TEXTS[value] = value.isoformat(timespec="microseconds")
+        return text
     return _cached(value, value.utcoffset())
 
 

@@ -7,9 +7,10 @@ step of the protocol is one multi-row statement for all of them: fences, one loc
 (definitions, claimed dispatch rows, slots and pending coalesced occurrences, schedule after
 schedule in the single step's lock order), occurrence inserts with their Work acceptance, and
 the closing write (cursor moves, Work links, dispatch releases, history). Each schedule's
-decision is :func:`evaluate_generation` on exactly the rows a pass of its own would lock, and
-every multi-row write carries the single-schedule guard per row and reports which rows it
-matched, so a schedule's decision, cursor move and Work link are what they would be alone.
+decision is :func:`evaluate_pass` (the single step's) on exactly the rows a pass of its own
+would lock, and every multi-row write carries the single-schedule guard per row and reports
+which rows it matched, so a schedule's decision, cursor move and Work link are what they
+would be alone.
 
 Which schedules take the set-based path: those whose step is one of the shapes that make up
 nearly every pass — a superseded claim, a no-op (inactive definition, nothing due, coalesced
@@ -57,7 +58,7 @@ from durable_schedule.processor.batch_work import (
 )
 from durable_schedule.processor.bridge import Bridged, OccurrenceIdentity, bridge
 from durable_schedule.processor.dispatcher import Claim
-from durable_schedule.processor.evaluate import evaluate_generation, generation_fence
+from durable_schedule.processor.evaluate import evaluate_pass, generation_fence
 from durable_schedule.processor.step import (
     ScheduleOutcome,
     _detail,
@@ -250,9 +251,9 @@ class _Batch:
             # The single step refuses this stored state as unevaluable (step._lock_pending):
             # the caller leaves it to that step, which quarantines it.
             raise _Unevaluable("foreign pending coalesced occurrence")
-        return evaluate_generation(d, self.fences.clock, item.occupant,
-                                   pending.last if pending else None, spec=item.spec,
-                                   lifecycle=hooks.decide_inputs(self.cur, d))
+        return evaluate_pass(d, self.fences.clock, item.occupant,
+                             pending.last if pending else None, spec=item.spec,
+                             lifecycle=lambda: hooks.decide_inputs(self.cur, d))
 
     @staticmethod
     def _is_fast(item: _Item) -> bool:
@@ -413,7 +414,7 @@ def _finish_row(step: dict[str, Any], text: InstantText) -> dict[str, Any]:
         "schedule_id": step["schedule_id"], "revision": step["revision"],
         "old_cursor": text(step["old_cursor"]), "new_cursor": text(step["new_cursor"]),
         "link_id": None if link is None else link[0],
-        "work_id": None if link is None else str(link[1].work_id),
+        "work_id": None if link is None else link[1].work_id_str(),
         "command": None if link is None else link[1].command,
         "idempotency_key": None if link is None else link[1].idempotency_key,
         "dispatch_revision": step["claim"].dispatch_revision, "due_at": text(step["due"]),

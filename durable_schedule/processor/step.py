@@ -52,7 +52,7 @@ from durable_schedule.evaluation.decision import Decision
 from durable_schedule.processor import lifecycle as hooks
 from durable_schedule.processor.bridge import OccurrenceIdentity, bridge, link_conflict
 from durable_schedule.processor.dispatcher import Claim
-from durable_schedule.processor.evaluate import evaluate_generation, generation_fence
+from durable_schedule.processor.evaluate import evaluate_pass, generation_fence
 from durable_schedule.schedules import records
 from durable_schedule.schedules.records import TERMINAL_WORK_STATES, Definition, Fences, iso, run
 from durable_schedule.store.transactions import routed
@@ -223,9 +223,9 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
     occupant = _lock_slot(cur, scope_id, schedule_id)
     pending = _lock_pending(cur, scope_id, schedule_id, d.generation)
     buffered = _lock_buffered(cur, d)
-    decision = evaluate_generation(d, cutoff, occupant, pending.last if pending else None,
-                                   spec=spec, lifecycle=hooks.decide_inputs(cur, d),
-                                   buffered=len(buffered))
+    decision = evaluate_pass(d, cutoff, occupant, pending.last if pending else None, spec=spec,
+                             lifecycle=lambda: hooks.decide_inputs(cur, d),
+                             buffered=len(buffered))
 
     where["phase"] = "dispose"
     if decision.action == "suspend":

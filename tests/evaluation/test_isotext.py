@@ -53,3 +53,14 @@ def test_iso_us__a_subclass_formats_itself():
 
     assert iso_us(Shown(2026, 1, 1, tzinfo=UTC)) == "shown"
     assert iso_us(datetime(2026, 1, 1, tzinfo=UTC)) == "2026-01-01T00:00:00.000000+00:00"
+
+
+def test_iso_us__the_utc_texts_stay_bounded_and_stay_right_after_clearing():
+    from durable_schedule.evaluation import isotext
+
+    base = datetime(2030, 1, 1, tzinfo=UTC)
+    for i in range(isotext._UTC_TEXTS_MAX + 10):
+        value = base + timedelta(microseconds=i)
+        assert iso_us(value) == direct(value)
+        assert len(isotext._UTC_TEXTS) <= isotext._UTC_TEXTS_MAX
+    assert iso_us(base) == direct(base)

@@ -16,6 +16,7 @@ from django.db import connection
 from durable_schedule import schedules
 from durable_schedule.errors import IdempotencyConflict, OccurrenceLinkConflict
 from durable_schedule.processor import batch as batch_module
+from durable_schedule.processor import evaluate as evaluate_module
 from durable_schedule.processor import process_due
 from durable_schedule.processor.batch import process_batch
 from durable_schedule.processor.bridge import OccurrenceIdentity, derive_link
@@ -121,6 +122,24 @@ def both(fn) -> None:
         fn(scope)
 
 
+#: [requested, active]: the ALONE scope's passes decide through decide() only (no plain Every
+#: path), so the equivalence below also holds between the two decision paths.
+_GENERAL_ALONE = [False, False]
+
+
+@pytest.fixture(params=["same path", "general path alone"])
+def decision_paths(request, monkeypatch):
+    fast = evaluate_module.decide_every
+
+    def maybe(*args, **kwargs):
+        return None if _GENERAL_ALONE[1] else fast(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate_module, "decide_every", maybe)
+    _GENERAL_ALONE[0] = request.param == "general path alone"
+    yield request.param
+    _GENERAL_ALONE[0] = False
+
+
 def step_both(clock, when) -> dict:
     """One pass at ``when``: the ALONE scope's claims one transaction each, the BATCH scope's
     claims in one batch; returns the outcome actions per scope and schedule."""
@@ -131,7 +150,11 @@ def step_both(clock, when) -> dict:
     out = {ALONE: {}, BATCH: {}}
     for c in claims:
         if c.routing_id == routing[ALONE]:
-            o = process(c)
+            _GENERAL_ALONE[1] = _GENERAL_ALONE[0]
+            try:
+                o = process(c)
+            finally:
+                _GENERAL_ALONE[1] = False
             out[ALONE][c.schedule_id] = (o.action, o.materialized_kind, o.completed, o.reason,
                                          o.first, o.last)
     if mine:
@@ -144,7 +167,7 @@ def step_both(clock, when) -> dict:
 
 
 def test_batch__decides_moves_cursors_and_links_work_exactly_as_one_transaction_each(
-        clock, target):
+        clock, target, decision_paths):
     # Every shape a pass meets, the same in two scopes: nominal, noop, coalesce behind a busy
     # slot, a freed coalesced occurrence, recovery ranges, a skipped range, After and At
     # completing, then a scope-generation fence suspending every active schedule.
@@ -432,3 +455,30 @@ def test_an_occurrence_that_exists_with_its_derived_link__runs_alone_and_is_retu
         assert [o[2] for o in occurrences(name)] == [T0 + HOUR, T0 + 2 * HOUR]
         assert definition(name)["cursor_utc"] == T0 + 2 * HOUR
     assert len(works()) == 6 + 5
+
+
+def test_a_pass_of_plain_every_schedules__decides_each_on_the_fast_path(clock, target,
+                                                                        monkeypatch):
+    # The rows as the batch reads them (timestamptz loaded in UTC, the stored policies) meet
+    # every precondition of evaluation/every_fast.py: decide() is never called for them.
+    names = many(target, 6)
+    general, fast = [], []
+    real_decide, real_fast = evaluate_module.decide, evaluate_module.decide_every
+
+    def counted_decide(*args, **kwargs):
+        general.append(1)
+        return real_decide(*args, **kwargs)
+
+    def counted_fast(*args, **kwargs):
+        got = real_fast(*args, **kwargs)
+        fast.append(got is not None)
+        return got
+
+    monkeypatch.setattr(evaluate_module, "decide", counted_decide)
+    monkeypatch.setattr(evaluate_module, "decide_every", counted_fast)
+    counts = run_pass(clock, T0 + HOUR)
+    assert (counts.claimed, counts.materialized) == (6, 6)
+    assert fast == [True] * 6 and general == []
+    for name in names:
+        assert [o[1:5] for o in occurrences(name)] == [
+            ("nominal", T0 + HOUR, T0 + HOUR, "materialized")]
