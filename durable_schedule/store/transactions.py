@@ -153,14 +153,35 @@ class _PreparingCursor:
         self._cur.close()
 
 
-def _cursor(conn):
-    """The cursor of one transaction form: a preparing one unless PREPARE_STATEMENTS is off."""
+class _KeptCursor(_PreparingCursor):
+    """The preparing cursor of :func:`statement_cursor`, kept on its connection between calls:
+    closing the Django wrapper around it leaves it open for the next statement. It is rebuilt
+    when the connection is replaced or its time zone changes (the timestamptz loader)."""
+
+    __slots__ = ()
+
+    def close(self) -> None:
+        pass
+
+
+_KEPT = "_durable_schedule_statement_cursor"
+
+
+def _cursor(conn, *, kept: bool = False):
+    """The cursor of one transaction form: a preparing one unless PREPARE_STATEMENTS is off.
+    ``kept``: the connection's kept statement cursor (:class:`_KeptCursor`), built once per
+    underlying psycopg connection, wrapped in a new Django cursor wrapper each time."""
     if conn.vendor != "postgresql" or not conf.prepare_statements():
         return conn.cursor()
     # As Django's BaseDatabaseWrapper._cursor and the backend's create_cursor, with a plain
     # psycopg.Cursor in place of the configured cursor class.
     conn.close_if_health_check_failed()
     conn.ensure_connection()
+    if kept:
+        held = getattr(conn, _KEPT, None)
+        if (held is not None and held[0] is conn.connection and held[1] == conn.timezone
+                and not held[2]._cur.closed):
+            return conn._prepare_cursor(held[2])
     with conn.wrap_database_errors:
         pg = conn.connection
         if pg.prepare_threshold is None:
@@ -179,6 +200,10 @@ def _cursor(conn):
             from django.db.backends.postgresql.psycopg_any import register_tzloader
 
             register_tzloader(conn.timezone, raw)
+        if kept:
+            held = _KeptCursor(raw)
+            setattr(conn, _KEPT, (pg, conn.timezone, held))
+            return conn._prepare_cursor(held)
         return conn._prepare_cursor(_PreparingCursor(raw))
 
 
@@ -241,17 +266,19 @@ def statement_cursor(*, using: str | None = None) -> Iterator[object]:
     a database error marks the atomic block for rollback, exactly as a failed ORM statement
     does (``atomic(savepoint=False)``). Outside any atomic block with autocommit on, the one
     statement is its own transaction (committed by PostgreSQL, no BEGIN/COMMIT round trips).
-    With autocommit off, it runs in an atomic block of its own.
+    With autocommit off, it runs in an atomic block of its own. The preparing cursor under it
+    is kept on the connection between calls (its adapters and result loaders are set up once).
     """
     conn = connection(using)
     if conn.in_atomic_block:
-        with transaction.atomic(using=conn.alias, savepoint=False), _cursor(conn) as cur:
+        with transaction.atomic(using=conn.alias, savepoint=False), \
+                _cursor(conn, kept=True) as cur:
             yield cur
     elif conn.get_autocommit():
-        with _cursor(conn) as cur:
+        with _cursor(conn, kept=True) as cur:
             yield cur
     else:
-        with transaction.atomic(using=conn.alias), _cursor(conn) as cur:
+        with transaction.atomic(using=conn.alias), _cursor(conn, kept=True) as cur:
             yield cur
 
 

@@ -17,6 +17,7 @@ identities. Nothing is written in either case.
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -103,28 +104,55 @@ def _shared(request, fp) -> str:
     }, ensure_ascii=False, separators=(",", ":"))[1:-1]
 
 
+#: The shared members already encoded, across calls (a definition's requests repeat them):
+#: keyed by every input of :func:`_shared` -- the timing facts by their ISO text, so two equal
+#: instants written in different offsets never share an entry -- bounded, cleared when full.
+_SHARED: dict[tuple, str] = {}
+_SHARED_MAX = 256
+
+
+def _shared_members(request, fp) -> str:
+    """:func:`_shared`, remembered for its key (an unhashable policy is encoded each time)."""
+    key = (request.work_name, request.work_version, request.provider_safety, fp.schema,
+           type(request.policy), request.policy, _iso(request.deadline), _iso(request.due_at),
+           request.queue, type(request.priority), request.priority)
+    try:
+        common = _SHARED.get(key)
+    except TypeError:  # an unhashable policy: encode its members for this item alone
+        return _shared(request, fp)
+    if common is None:
+        common = _shared(request, fp)
+        if len(_SHARED) >= _SHARED_MAX:
+            _SHARED.clear()
+        _SHARED[key] = common
+    return common
+
+
+def _random_ids(count: int) -> list[str]:
+    """``count`` random (version 4, RFC 4122 variant) UUIDs in their canonical text form, as
+    ``str(uuid.uuid4())`` gives them, from one ``os.urandom`` call."""
+    raw = bytearray(os.urandom(16 * count))
+    out = []
+    for start in range(0, 16 * count, 16):
+        raw[start + 6] = raw[start + 6] & 0x0F | 0x40
+        raw[start + 8] = raw[start + 8] & 0x3F | 0x80
+        h = raw[start:start + 16].hex()
+        out.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+    return out
+
+
 def _parameter(items: list) -> str:
     """The jsonb parameter of the acceptance statement: the members of :func:`_item`, with the
-    shared members encoded once per distinct set in the call and the payload's canonical text
-    (already made by the request) embedded as it is."""
-    shared: dict[tuple, str] = {}
+    shared members encoded once per distinct set (:func:`_shared_members`) and the payload's
+    canonical text (already made by the request) embedded as it is."""
     out = []
+    fresh = _random_ids(sum(1 for request, _ in items if request.work_id is None))
     for position, (request, source_id) in enumerate(items):
         fp = request.fingerprint
-        key = (request.work_name, request.work_version, request.provider_safety, fp.schema,
-               request.policy, request.deadline, request.due_at, request.queue,
-               request.priority)
-        try:
-            common = shared.get(key)
-        except TypeError:  # an unhashable policy: encode its members for this item alone
-            key, common = None, None
-        if common is None:
-            common = _shared(request, fp)
-            if key is not None:
-                shared[key] = common
+        common = _shared_members(request, fp)
         explicit = request.work_id is not None
         out.append(
-            f'{{"item":{position},"work_id":"{str(request.work_id) if explicit else uuid.uuid4()}",'
+            f'{{"item":{position},"work_id":"{str(request.work_id) if explicit else fresh.pop()}",'
             f'"explicit":{"true" if explicit else "false"},'
             f'"command_id":{_string(request.command_id)},'
             f'"idempotency_key":{_string(request.idempotency_key)},'

@@ -133,7 +133,9 @@ class WorkDefinition:
         req = self.request(command=command, idempotency_key=idempotency_key, payload=payload,
                            deadline=deadline, due_at=due_at, work_id=work_id, policy=policy,
                            queue=queue, priority=priority)
-        return enqueue(scope, req, using=using)
+        # scope by keyword: scope_optional resolves it directly instead of binding the
+        # arguments to the signature (the same rule; docs/benchmarks.md "Acceptance, fourth look")
+        return enqueue(scope=scope, request=req, using=using)
 
     def target(self, *, payload: Any, deadline_after: timedelta | int | None = None) -> WorkTarget:
         """An immutable target snapshot for a Schedule (see :mod:`.target`)."""

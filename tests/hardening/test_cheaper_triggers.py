@@ -240,7 +240,9 @@ def test_migrate__schema_13_forward_on_a_store_with_data():
             before = {t: _count(cur, t) for t in ("durable_work", "durable_work_dispatch")}
             conn.commit()
 
-        done = _manage(url, "migrate", "--noinput")
+        # To schema 13 (this file's migration); schema 14 replaces the Work identifier
+        # trigger's WHEN again (tests/hardening/test_cheaper_acceptance.py).
+        done = _manage(url, "migrate", "durable_schedule", "0013_cheaper_triggers", "--noinput")
         assert done.returncode == 0, done.stderr[-3000:]
         with psycopg.connect(url) as conn:
             cur = conn.cursor()

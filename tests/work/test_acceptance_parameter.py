@@ -84,3 +84,38 @@ def test_request__a_remembered_name_does_not_excuse_a_bad_one():
     with pytest.raises(InvalidIdentifier):
         request(0, queue="bad\x00queue")
 
+
+
+def test_parameter__shared_members_remembered_across_calls_match_the_reference():
+    # The shared members are remembered across calls (acceptance._SHARED): every call, in any
+    # order, with the cache full, cleared or holding other sets, decodes to the reference.
+    variants = [
+        {}, {"policy": ExecutionPolicy(RetryPolicy(maximum_attempts=3))},
+        {"policy": ExecutionPolicy(RetryPolicy(maximum_attempts=4))},
+        {"policy": PLANNED, "deadline": A + 60 * MIN}, {"deadline": A + 61 * MIN},
+        {"due_at": A + MIN}, {"due_at": A + 2 * MIN}, {"queue": "mail"},
+        {"queue": "mail", "priority": 5}, {"priority": -5},
+        {"provider_safety": "reconcile_before_retry"}, {"work_version": "v2"},
+    ]
+    acceptance._SHARED.clear()
+    for rounds in range(3):
+        for n, changes in enumerate(variants * 2):
+            prepared = acceptance.prepare("scope-a", [request(n, **changes)])
+            (got,) = decoded(prepared)
+            want = acceptance._item(0, prepared.items[0][0], None)
+            got.pop("work_id"), want.pop("work_id")
+            assert got == want, (rounds, changes)
+        if rounds == 1:  # fill the cache past its bound: it is cleared, answers stay right
+            for i in range(acceptance._SHARED_MAX + 3):
+                acceptance.prepare("scope-a", [request(i, due_at=A + i * MIN)])
+            assert len(acceptance._SHARED) <= acceptance._SHARED_MAX
+
+
+def test_parameter__random_ids_are_version_4_uuids_in_canonical_text():
+    ids = acceptance._random_ids(2000)
+    assert len(set(ids)) == 2000
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text  # lower-case hex, 8-4-4-4-12
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+    assert acceptance._random_ids(0) == []
