@@ -138,6 +138,32 @@ def _process_claim_with_retry(one, owner: str, using: str | None) -> ScheduleOut
         identity={"schedule_id": one.schedule_id, "routing_id": one.routing_id})
 
 
+def validate_pass_arguments(max_schedules: object, claim_batch: object, batch_size: object,
+                            lease_owner: object, lease_duration: object,
+                            ) -> tuple[int, int, str, timedelta]:
+    """The pass's ``(schedules per batch, rows per claim, lease owner, lease duration)`` with
+    the defaults filled in, or the DS-coded refusal of a bad argument. ``process_schedules``
+    calls it before it touches the database, so a refused run changes nothing."""
+    if type(max_schedules) is not int or max_schedules < 1:
+        raise InvalidArgument("max_schedules must be a positive integer",
+                              field="max_schedules", got=repr(max_schedules)[:80])
+    if claim_batch is not None and (type(claim_batch) is not int
+                                    or not 1 <= claim_batch <= MAX_ROWS):
+        raise InvalidArgument(f"claim_batch must be an integer between 1 and {MAX_ROWS}",
+                              field="claim_batch", got=repr(claim_batch)[:80])
+    if batch_size is not None and (type(batch_size) is not int
+                                   or not 1 <= batch_size <= MAX_ROWS):
+        raise InvalidArgument(f"batch_size must be an integer between 1 and {MAX_ROWS}",
+                              field="batch_size", got=repr(batch_size)[:80])
+    per_batch = conf.schedule_batch() if batch_size is None else batch_size
+    batch = MAX_ROWS if claim_batch is None else claim_batch
+    owner = default_lease_owner() if lease_owner is None else lease_owner
+    duration = timedelta(seconds=conf.lease_seconds()) if lease_duration is None \
+        else lease_duration
+    owner, duration = validate_lease(owner, duration)
+    return per_batch, batch, owner, duration
+
+
 @instrumented_pass("schedule")  # metrics + span (docs/operations.md "Metrics")
 def process_due(
     max_schedules: int = 1,
@@ -165,23 +191,8 @@ def process_due(
     is raised (no new claim is taken after it). A database error that a retry may cure (a lost
     connection, a deadlock) is raised at once; the runner retries the pass.
     """
-    if type(max_schedules) is not int or max_schedules < 1:
-        raise InvalidArgument("max_schedules must be a positive integer",
-                              field="max_schedules", got=repr(max_schedules)[:80])
-    if claim_batch is not None and (type(claim_batch) is not int
-                                    or not 1 <= claim_batch <= MAX_ROWS):
-        raise InvalidArgument(f"claim_batch must be an integer between 1 and {MAX_ROWS}",
-                              field="claim_batch", got=repr(claim_batch)[:80])
-    if batch_size is not None and (type(batch_size) is not int
-                                   or not 1 <= batch_size <= MAX_ROWS):
-        raise InvalidArgument(f"batch_size must be an integer between 1 and {MAX_ROWS}",
-                              field="batch_size", got=repr(batch_size)[:80])
-    per_batch = conf.schedule_batch() if batch_size is None else batch_size
-    batch = MAX_ROWS if claim_batch is None else claim_batch
-    owner = default_lease_owner() if lease_owner is None else lease_owner
-    duration = timedelta(seconds=conf.lease_seconds()) if lease_duration is None \
-        else lease_duration
-    owner, duration = validate_lease(owner, duration)
+    per_batch, batch, owner, duration = validate_pass_arguments(
+        max_schedules, claim_batch, batch_size, lease_owner, lease_duration)
     cancelled = _cancelled(cancel)
     run = _Pass(owner, per_batch, using)
     counts = run.counts

@@ -71,3 +71,18 @@ def test_command__exit_status_is_zero_on_success_and_non_zero_on_error(committed
     bad = processes.run("--lease-owner", " ")
     assert bad.returncode != 0
     assert "DS404" in bad.stderr
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("args", [("--claim-batch", "1001"), ("--lease-seconds", "601"),
+                                  ("--lease-seconds", str(10**12)),
+                                  ("--lease-owner", "bad\towner")])
+def test_command__a_bad_argument_is_refused_before_the_database_is_touched(
+        clock, monkeypatch, args):
+    from durable_schedule.management.commands import process_schedules as command
+
+    touched = []
+    monkeypatch.setattr(command, "check_prepared_statements", lambda: touched.append(1))
+    with pytest.raises(CommandError, match=r"DS\d{3}: "):
+        call(*args)
+    assert touched == []

@@ -21,7 +21,7 @@ from durable_schedule import conf
 from durable_schedule.errors import DurableError
 from durable_schedule.observability.logs import print_stop_summary
 from durable_schedule.processor import PassCounts, process_due
-from durable_schedule.processor.processor import default_lease_owner
+from durable_schedule.processor.processor import default_lease_owner, validate_pass_arguments
 from durable_schedule.runner.cli import add_runner_arguments, positive_int
 from durable_schedule.runner.pooler import check_prepared_statements
 from durable_schedule.runner.retry import run_with_retry
@@ -46,13 +46,19 @@ class Command(BaseCommand):
         verbosity = options["verbosity"]
         owner = options["lease_owner"] or default_lease_owner()
         seconds = options["lease_seconds"] or conf.lease_seconds()
+        # beyond timedelta's range the value goes to the lease check as it is, which refuses
+        # it with its diagnostic code instead of an OverflowError
+        duration = timedelta(seconds=seconds) if seconds <= 10**9 else seconds
 
         def one_pass(cancel=None) -> PassCounts:
             return process_due(options["max_schedules"], lease_owner=owner,
-                               lease_duration=timedelta(seconds=seconds),
+                               lease_duration=duration,
                                claim_batch=options["claim_batch"], cancel=cancel)
 
         try:
+            # every argument before the database is touched: a refused run changes nothing
+            validate_pass_arguments(options["max_schedules"], options["claim_batch"], None,
+                                    owner, duration)
             check_prepared_statements()  # a pooler that drops them: one clear DS415 up front
         except DurableError as exc:
             raise CommandError(str(exc)) from exc
