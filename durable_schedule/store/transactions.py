@@ -156,12 +156,19 @@ class _PreparingCursor:
 class _KeptCursor(_PreparingCursor):
     """The preparing cursor of :func:`statement_cursor`, kept on its connection between calls:
     closing the Django wrapper around it leaves it open for the next statement. It is rebuilt
-    when the connection is replaced or its time zone changes (the timestamptz loader)."""
+    when the connection is replaced or its time zone changes (the timestamptz loader).
+    ``busy`` while a wrapper around it is open: a statement cursor asked for meanwhile (an
+    execute wrapper or a log handler that enqueues before the outer call fetched its rows)
+    gets a cursor of its own, so it cannot replace or consume the outer call's result."""
 
-    __slots__ = ()
+    __slots__ = ("busy",)
+
+    def __init__(self, cur: psycopg.Cursor) -> None:
+        super().__init__(cur)
+        self.busy = False
 
     def close(self) -> None:
-        pass
+        self.busy = False
 
 
 _KEPT = "_durable_schedule_statement_cursor"
@@ -181,7 +188,11 @@ def _cursor(conn, *, kept: bool = False):
         held = getattr(conn, _KEPT, None)
         if (held is not None and held[0] is conn.connection and held[1] == conn.timezone
                 and not held[2]._cur.closed):
-            return conn._prepare_cursor(held[2])
+            if not held[2].busy:
+                wrapped = conn._prepare_cursor(held[2])
+                held[2].busy = True
+                return wrapped
+            kept = False  # in use by an enclosing call: this statement gets its own cursor
     with conn.wrap_database_errors:
         pg = conn.connection
         if pg.prepare_threshold is None:
@@ -203,7 +214,9 @@ def _cursor(conn, *, kept: bool = False):
         if kept:
             held = _KeptCursor(raw)
             setattr(conn, _KEPT, (pg, conn.timezone, held))
-            return conn._prepare_cursor(held)
+            wrapped = conn._prepare_cursor(held)
+            held.busy = True
+            return wrapped
         return conn._prepare_cursor(_PreparingCursor(raw))
 
 

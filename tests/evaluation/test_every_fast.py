@@ -174,3 +174,29 @@ def test_evaluate_pass__anything_else_goes_to_the_general_path(change, pending, 
     assert spy.calls == 1
     _same(got, evaluate_generation(d, T0 + 3 * H, None, pending, spec=spec, lifecycle=spy(),
                                    buffered=buffered))
+
+
+_MIN, _MAX = datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC)
+_US = timedelta(microseconds=1)
+
+
+@pytest.mark.parametrize("interval", [_US, 7 * _US, H, timedelta.max, _MAX - _MIN])
+@pytest.mark.parametrize("anchor", [None, _MIN, _MAX, _MIN + H])
+@pytest.mark.parametrize("accepted, cursor, cutoff", [
+    (_MIN, _MIN, _MIN), (_MIN, _MIN, _MIN + _US), (_MIN, _MIN, _MAX),
+    (_MAX - H, _MAX - H, _MAX), (_MAX, _MAX, _MAX), (_MAX - _US, _MAX - _US, _MAX),
+    (_MIN + H, _MIN + H, _MIN),  # cutoff behind the cursor
+])
+@pytest.mark.parametrize("window", [_US, timedelta.max])
+def test_every_fast__equals_decide_at_the_ends_of_the_representable_range(
+        interval, anchor, accepted, cursor, cutoff, window):
+    # The property's strategies stop a day short of datetime.min and datetime.max; the grid
+    # arithmetic and the next-due conversion (None beyond the range) must agree there too.
+    spec = Every(interval, anchor)
+    for misfire, overlap, occupied in [("run_once", "queue_one", True), ("skip", "skip", True),
+                                       ("run_once", "allow_all", False)]:
+        fast = decide_every(spec, accepted, cursor, cutoff, safety_window=window,
+                            misfire=misfire, overlap=overlap, occupied=occupied)
+        assert fast is not None
+        _same(fast, _general(spec, accepted, cursor, cutoff, window, misfire, overlap,
+                             occupied))

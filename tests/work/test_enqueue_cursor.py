@@ -75,3 +75,26 @@ def test_kept__a_database_error_is_translated_and_the_cursor_still_works(clock):
         cur.execute("select 2")
         assert cur.fetchone() == (2,)
     assert work.enqueue("tenant-a", request(5)).created
+
+
+def test_kept__a_statement_run_while_the_kept_cursor_is_in_use_gets_its_own_cursor(clock):
+    # An execute wrapper (or a logging handler of django.db.backends) that enqueues Work after
+    # the acceptance statement ran, before the outer call fetched its rows: the inner call must
+    # not run on the outer call's psycopg cursor, whose result it would replace and consume.
+    inner: list = []
+
+    def wrapper(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if "durable_schedule_accept_work" in sql and not inner:
+            inner.append(None)
+            inner[0] = work.enqueue("tenant-a", request(7))
+        return result
+
+    with connection.execute_wrapper(wrapper):
+        outer = work.enqueue("tenant-a", request(6))
+    assert (outer.command_id, outer.created) == ("cursor-6", True)
+    assert (inner[0].command_id, inner[0].created) == ("cursor-7", True)
+    assert outer.work_id != inner[0].work_id
+    # and the kept cursor is the one the next call uses again
+    first = kept_raw()
+    assert kept_raw() is first
