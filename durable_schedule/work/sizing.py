@@ -147,6 +147,9 @@ class ClaimSizer:
 #: budget, so each budget has its own sizer and its own estimate.
 _sizers: dict[tuple[str, tuple[str, ...] | None, float], ClaimSizer] = {}
 _sizers_lock = threading.Lock()
+#: At most this many sizers per process: a caller passing a new budget on every pass must not
+#: grow the table without bound (the oldest sizer is dropped; it only costs a cold estimate).
+MAX_SIZERS = 64
 
 
 def sizer_for(using: str, queues: tuple[str, ...] | None,
@@ -156,6 +159,8 @@ def sizer_for(using: str, queues: tuple[str, ...] | None,
     with _sizers_lock:
         sizer = _sizers.get((using, queues, budget))
         if sizer is None:
+            if len(_sizers) >= MAX_SIZERS:
+                del _sizers[next(iter(_sizers))]  # insertion order: the oldest
             sizer = _sizers[(using, queues, budget)] = ClaimSizer(budget)
         return sizer
 

@@ -86,3 +86,18 @@ def test_command__a_bad_argument_is_refused_before_the_database_is_touched(
     with pytest.raises(CommandError, match=r"DS\d{3}: "):
         call(*args)
     assert touched == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("options", [{"lease_seconds": 0}, {"lease_seconds": -(10**15)},
+                                     {"lease_owner": ""}])
+def test_command__a_given_zero_lease_or_blank_owner_is_refused_not_defaulted(
+        clock, monkeypatch, options):
+    from durable_schedule.management.commands import process_schedules as command
+
+    monkeypatch.setattr(command, "check_prepared_statements", lambda: None)
+    with pytest.raises(CommandError, match="DS404: "):
+        try:
+            call_command("process_schedules", stdout=StringIO(), **options)
+        finally:
+            leave_transaction_forms()

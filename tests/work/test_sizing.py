@@ -156,6 +156,15 @@ def test_sizing__a_pass_with_another_wait_budget_does_not_change_an_earlier_pass
     assert sizing.sizer_for("default", ("budgets",), 5) is long
 
 
+def test_sizing__a_new_budget_on_every_pass_does_not_grow_the_sizers_without_bound():
+    sizing.forget()
+    first = sizing.sizer_for("default", None, 0.001)
+    for i in range(1, 3 * sizing.MAX_SIZERS):
+        sizing.sizer_for("default", None, 0.001 + i / 1000)
+    assert len(sizing._sizers) == sizing.MAX_SIZERS
+    assert sizing.sizer_for("default", None, 0.001) is not first  # the oldest was dropped
+
+
 @pytest.mark.parametrize("bad", [0, -1, 0.0, 60.5, math.nan, math.inf, True, "1", None])
 def test_sizing__a_bad_wait_budget_is_refused_with_ds246(bad):
     with pytest.raises(InvalidWaitBudget) as refused:

@@ -44,11 +44,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         verbosity = options["verbosity"]
-        owner = options["lease_owner"] or default_lease_owner()
-        seconds = options["lease_seconds"] or conf.lease_seconds()
+        owner = default_lease_owner() if options["lease_owner"] is None else options["lease_owner"]
+        # None is "not given"; 0 given through call_command is refused below, not defaulted
+        seconds = conf.lease_seconds() if options["lease_seconds"] is None \
+            else options["lease_seconds"]
         # beyond timedelta's range the value goes to the lease check as it is, which refuses
         # it with its diagnostic code instead of an OverflowError
-        duration = timedelta(seconds=seconds) if seconds <= 10**9 else seconds
+        duration = timedelta(seconds=seconds) if abs(seconds) <= 10**9 else seconds
 
         def one_pass(cancel=None) -> PassCounts:
             return process_due(options["max_schedules"], lease_owner=owner,
