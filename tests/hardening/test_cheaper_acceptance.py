@@ -8,14 +8,19 @@ this schema), nothing resolved through a planted search path, and no PUBLIC exec
 from __future__ import annotations
 
 import itertools
-import uuid
 
 import psycopg
 import pytest
-from psycopg import sql
 
-from tests.conftest import database_url
-from tests.hardening.test_cheaper_triggers import _WORK_ROWS, SCOPE, _count, _manage, _scope, _work
+from tests.hardening.test_cheaper_triggers import (
+    _WORK_ROWS,
+    SCOPE,
+    _count,
+    _manage,
+    _scope,
+    _work,
+    scratch_store,
+)
 from tests.pgroles import RUNTIME, become, refused
 
 #: One value of each kind the rule distinguishes: good, a forbidden character, blank, NULL.
@@ -86,14 +91,7 @@ def test_trigger__a_planted_rule_on_the_search_path_is_never_used(pg):
 
 @pytest.mark.django_db(transaction=True)
 def test_migrate__schema_14_forward_on_a_store_with_data():
-    name = "ds_acc_" + uuid.uuid4().hex[:8]
-    base = database_url()
-    with psycopg.connect(base, autocommit=True) as admin:
-        admin.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
-    try:
-        url = base.rsplit("/", 1)[0] + "/" + name
-        done = _manage(url, "migrate", "durable_schedule", "0013_cheaper_triggers", "--noinput")
-        assert done.returncode == 0, done.stderr[-3000:]
+    with scratch_store("ds_acc_", "0013_cheaper_triggers") as url:
         with psycopg.connect(url) as conn:
             cur = conn.cursor()
             _scope(cur)
@@ -120,7 +118,3 @@ def test_migrate__schema_14_forward_on_a_store_with_data():
                 assert err is not None and str(err).startswith(f"DS115: {field} "), str(err)
             assert len(_work(cur, [("c2", "k", "t.job", "v1", "default", 0)])) == 1
             conn.rollback()
-    finally:
-        with psycopg.connect(base, autocommit=True) as admin:
-            admin.execute(sql.SQL("drop database if exists {} with (force)").format(
-                sql.Identifier(name)))

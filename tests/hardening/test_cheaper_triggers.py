@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -197,6 +199,25 @@ def test_notify__two_statements_of_one_transaction_wake_each_queue_once(pg_facto
     assert _commit_and_read(writer, listener) == ["emails"]
 
 
+@contextmanager
+def scratch_store(prefix: str, migration: str) -> Iterator[str]:
+    """A new database migrated to ``migration`` of durable_schedule (in a child process, as an
+    upgrade runs): its URL; dropped afterwards. For the forward-migration tests."""
+    name = prefix + uuid.uuid4().hex[:8]
+    base = database_url()
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+    try:
+        url = base.rsplit("/", 1)[0] + "/" + name
+        done = _manage(url, "migrate", "durable_schedule", migration, "--noinput")
+        assert done.returncode == 0, done.stderr[-3000:]
+        yield url
+    finally:
+        with psycopg.connect(base, autocommit=True) as admin:
+            admin.execute(sql.SQL("drop database if exists {} with (force)").format(
+                sql.Identifier(name)))
+
+
 def _manage(url: str, *args: str) -> subprocess.CompletedProcess:
     env = {"DATABASE_URL": url, "PATH": "/usr/bin:/bin"}
     if "PYTHONPATH" in os.environ:  # run against the tree under test, not an installed copy
@@ -215,14 +236,7 @@ select tgname, pg_get_triggerdef(oid) from pg_trigger
 
 @pytest.mark.django_db(transaction=True)
 def test_migrate__schema_13_forward_on_a_store_with_data():
-    name = "ds_trg_" + uuid.uuid4().hex[:8]
-    base = database_url()
-    with psycopg.connect(base, autocommit=True) as admin:
-        admin.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
-    try:
-        url = base.rsplit("/", 1)[0] + "/" + name
-        done = _manage(url, "migrate", "durable_schedule", "0012_buffer_all", "--noinput")
-        assert done.returncode == 0, done.stderr[-3000:]
+    with scratch_store("ds_trg_", "0012_buffer_all") as url:
         with psycopg.connect(url) as conn:
             cur = conn.cursor()
             routing_id = _scope(cur)
@@ -274,7 +288,3 @@ def test_migrate__schema_13_forward_on_a_store_with_data():
                                              "p": [0, 0]})
             assert err is not None and str(err).startswith("DS115: command_id "), str(err)
             conn.rollback()
-    finally:
-        with psycopg.connect(base, autocommit=True) as admin:
-            admin.execute(sql.SQL("drop database if exists {} with (force)").format(
-                sql.Identifier(name)))
