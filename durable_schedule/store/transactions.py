@@ -174,6 +174,14 @@ class _KeptCursor(_PreparingCursor):
 _KEPT = "_durable_schedule_statement_cursor"
 
 
+def _hand_out(conn, held: _KeptCursor):
+    """The kept cursor in a new Django wrapper, marked busy only once the wrapper exists (a
+    refused wrapper, e.g. the wrong thread, leaves it free)."""
+    wrapped = conn._prepare_cursor(held)
+    held.busy = True
+    return wrapped
+
+
 def _cursor(conn, *, kept: bool = False):
     """The cursor of one transaction form: a preparing one unless PREPARE_STATEMENTS is off.
     ``kept``: the connection's kept statement cursor (:class:`_KeptCursor`), built once per
@@ -189,9 +197,7 @@ def _cursor(conn, *, kept: bool = False):
         if (held is not None and held[0] is conn.connection and held[1] == conn.timezone
                 and not held[2]._cur.closed):
             if not held[2].busy:
-                wrapped = conn._prepare_cursor(held[2])
-                held[2].busy = True
-                return wrapped
+                return _hand_out(conn, held[2])
             kept = False  # in use by an enclosing call: this statement gets its own cursor
     with conn.wrap_database_errors:
         pg = conn.connection
@@ -214,9 +220,7 @@ def _cursor(conn, *, kept: bool = False):
         if kept:
             held = _KeptCursor(raw)
             setattr(conn, _KEPT, (pg, conn.timezone, held))
-            wrapped = conn._prepare_cursor(held)
-            held.busy = True
-            return wrapped
+            return _hand_out(conn, held)
         return conn._prepare_cursor(_PreparingCursor(raw))
 
 
