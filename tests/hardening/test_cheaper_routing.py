@@ -1,15 +1,25 @@
-"""Schema 15 (issue 16, docs/benchmarks.md "Acceptance, fifth look"): the dispatch routing
-trigger's function carries no pinned search_path. The guarantees stay those of schema 14: every
-dispatch insert gets its Work row's queue and priority whatever it wrote (the routing tests of
-tests/hardening/test_cheaper_triggers.py and tests/work/test_queues.py run against this
-schema), nothing in the function is resolved through a planted search path, and no PUBLIC
-execute."""
+"""Schema 15 (issue 16, docs/benchmarks.md "Acceptance, fifth look").
+
+The dispatch routing trigger's function carries no pinned search_path. The guarantees stay
+those of schema 14: every dispatch insert gets its Work row's queue and priority whatever it
+wrote (the routing tests of tests/hardening/test_cheaper_triggers.py and tests/work/
+test_queues.py run against this schema), nothing in the function is resolved through a planted
+search path, and no PUBLIC execute.
+
+The acceptance takes its items as the array of complete items (schema 14 code, one enqueue) or
+as the object form with each shared set once (enqueue_many); both forms answer alike, a refused
+item still rolls back the others, and an item naming a shared set that is not there is refused
+with nothing written."""
 
 from __future__ import annotations
+
+import json
 
 import psycopg
 import pytest
 
+from durable_schedule.work import acceptance
+from durable_schedule.work.enqueue import WorkRequest
 from tests.hardening.test_cheaper_triggers import (
     SCOPE,
     _count,
@@ -110,3 +120,95 @@ def test_migrate__schema_15_forward_on_a_store_with_data():
             assert sorted(cur.fetchall()) == sorted([(refs[0], "emails", 2),
                                                      (refs[1], "reports", -1)])
             conn.rollback()
+
+
+_ACCEPT = ("select item, status, work_id, state, facts"
+           "  from durable_schedule_accept_work(%s, %s::jsonb, true)")
+
+
+def _request(i: int, **changes) -> WorkRequest:
+    fields = dict(command_id=f"cmd-{i}", idempotency_key="k", work_name="t.job",
+                  work_version="v1", payload={"row": i}, provider_safety="idempotent")
+    fields.update(changes)
+    return WorkRequest(**fields)
+
+
+def _forms(requests) -> tuple[str, str]:
+    """The object form the client sends for several requests, and the same items as the array
+    of complete items (schema 14's form): same work ids, same members."""
+    parameter = acceptance.prepare(SCOPE, requests).parameter
+    decoded = json.loads(parameter)
+    complete = []
+    for item in decoded["items"]:
+        shared = decoded["shared"][item.pop("shared")]
+        complete.append({**item, **shared})
+    return parameter, json.dumps(complete)
+
+
+def _accept(cur, parameter: str) -> list[tuple]:
+    cur.execute(_ACCEPT, (SCOPE, parameter))
+    return cur.fetchall()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("first", ["object", "array"])
+def test_accept__both_forms_create_and_then_find_the_same_work(pg, first):
+    cur = pg.cursor()
+    requests = [_request(0), _request(1, queue="mail", priority=3), _request(2)]
+    obj, arr = _forms(requests)
+    one, other = (obj, arr) if first == "object" else (arr, obj)
+    created = _accept(cur, one)
+    assert [(r[0], r[1], r[3], r[4]) for r in created] == [
+        (0, "created", "pending", None), (1, "created", "pending", None),
+        (2, "created", "pending", None)]
+    again = _accept(cur, other)
+    assert [(r[0], r[1], r[4]) for r in again] == [(0, "duplicate", None), (1, "duplicate", None),
+                                                    (2, "duplicate", None)]
+    assert [r[2] for r in again] == [r[2] for r in created]
+    cur.execute("select w.command_id, w.work_name, w.retry_policy = %s::jsonb, d.queue_name,"
+                "       d.priority, h.event"
+                "  from durable_work w join durable_work_dispatch d on d.work_ref = w.id"
+                "  join durable_work_history h on h.work_id = w.work_id order by 1",
+                (json.dumps(requests[0].retry_json),))
+    assert cur.fetchall() == [("cmd-0", "t.job", True, "default", 0, "accepted"),
+                              ("cmd-1", "t.job", True, "mail", 3, "accepted"),
+                              ("cmd-2", "t.job", True, "default", 0, "accepted")]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("form", ["object", "array"])
+def test_accept__a_refused_item_rolls_back_the_others_in_either_form(pg, form):
+    cur = pg.cursor()
+    _accept(cur, _forms([_request(0), _request(9)])[0])
+    # Tamper with the stored payload of cmd-9 (as the owner): a repeat is 'tampered'.
+    cur.execute("update durable_work set payload = '{\"row\": 99}' where command_id = 'cmd-9'")
+    batch = [_request(0, payload={"row": "other"}), _request(1), _request(9), _request(2)]
+    rows = _accept(cur, _forms(batch)[0 if form == "object" else 1])
+    assert [(r[0], r[1], r[4]) for r in rows] == [
+        (0, "conflict", ["payload"]), (1, "rolled_back", None), (2, "tampered", ["payload"]),
+        (3, "rolled_back", None)]
+    assert _count(cur, "durable_work") == 2
+    assert _count(cur, "durable_work_dispatch") == 2
+    assert _count(cur, "durable_work_history") == 2
+
+
+@pytest.mark.django_db
+def test_accept__an_item_naming_a_missing_shared_set_is_refused_with_nothing_written(pg):
+    cur = pg.cursor()
+    decoded = json.loads(_forms([_request(0), _request(1)])[0])
+    decoded["items"][1]["shared"] = 5
+    err = refused(pg, _ACCEPT, (SCOPE, json.dumps(decoded)))
+    assert err is not None and err.sqlstate == "23502", err
+    assert _count(cur, "durable_work") == 0
+
+
+@pytest.mark.django_db
+def test_accept__an_object_form_item_without_a_shared_set_is_read_whole(pg):
+    cur = pg.cursor()
+    obj, arr = _forms([_request(0), _request(1, queue="mail")])
+    decoded = json.loads(obj)
+    decoded["items"][1] = json.loads(arr)[1]  # complete, no "shared"
+    rows = _accept(cur, json.dumps(decoded))
+    assert [r[1] for r in rows] == ["created", "created"]
+    cur.execute("select command_id, queue_name from durable_work order by 1")
+    assert cur.fetchall() == [("cmd-0", "default"), ("cmd-1", "mail")]
