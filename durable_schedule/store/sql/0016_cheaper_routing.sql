@@ -397,7 +397,8 @@ BEGIN
 END
 $pin$;
 
--- name: version -- schema 15. The floor stays: code of schema 14 inserts the same rows and
--- gets the same routing, so old and new processes may share the store during a rolling
--- deploy (docs/compatibility.md).
+-- name: version -- schema 15. The floor stays: code of schema 14 sends the array form, which
+-- runs the same statements, gets the same answers and the same routing, so old and new
+-- processes may share the store during a rolling deploy (docs/compatibility.md). Code of
+-- schema 15 sends the object form and so needs schema 15 (REQUIRED_SCHEMA).
 UPDATE durable_schedule_store SET schema_version = 15, updated_at = now();
