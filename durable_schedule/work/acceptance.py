@@ -144,12 +144,24 @@ def _random_ids(count: int) -> list[str]:
 def _parameter(items: list) -> str:
     """The jsonb parameter of the acceptance statement: the members of :func:`_item`, with the
     shared members encoded once per distinct set (:func:`_shared_members`) and the payload's
-    canonical text (already made by the request) embedded as it is."""
+    canonical text (already made by the request) embedded as it is.
+
+    One item: an array of that complete item. Several: the object form of schema 15
+    (store/sql/0016_cheaper_routing.sql), ``{"shared": [...], "items": [...]}``, each distinct
+    set of shared members sent once in ``shared`` and named by its position in each item's
+    ``shared`` member."""
     out = []
     fresh = _random_ids(sum(1 for request, _ in items if request.work_id is None))
+    single = len(items) == 1
+    sets: dict[str, int] = {}
     for position, (request, source_id) in enumerate(items):
         fp = request.fingerprint
         common = _shared_members(request, fp)
+        if not single:
+            index = sets.get(common)
+            if index is None:
+                index = sets[common] = len(sets)
+            common = f'"shared":{index}'
         explicit = request.work_id is not None
         out.append(
             f'{{"item":{position},"work_id":"{str(request.work_id) if explicit else fresh.pop()}",'
@@ -160,7 +172,10 @@ def _parameter(items: list) -> str:
             f'"fingerprint_digest":"{fp.digest}",'
             f'"source_occurrence_id":{"null" if source_id is None else int(source_id)},'
             f'{common}}}')
-    return "[" + ",".join(out) + "]"
+    if single:
+        return "[" + out[0] + "]"
+    shared = ",".join("{" + members + "}" for members in sets)
+    return '{"shared":[' + shared + '],"items":[' + ",".join(out) + "]}"
 
 
 def _source_id(value: object) -> int | None:

@@ -30,7 +30,18 @@ def request(i: int, **changes) -> WorkRequest:
 
 
 def decoded(prepared) -> list[dict]:
-    return json.loads(prepared.parameter)
+    """The complete items of the parameter: the array form as it is; the object form (several
+    items) with each item's shared set merged back in, as the acceptance reads it."""
+    parameter = json.loads(prepared.parameter)
+    if isinstance(parameter, list):
+        return parameter
+    assert set(parameter) == {"shared", "items"}
+    out = []
+    for item in parameter["items"]:
+        index = item.pop("shared")
+        assert type(index) is int and 0 <= index < len(parameter["shared"])
+        out.append({**item, **parameter["shared"][index]})
+    return out
 
 
 def test_parameter__decodes_to_the_reference_items():
@@ -56,7 +67,19 @@ def test_parameter__decodes_to_the_reference_items():
         w.pop("work_id")
         assert g == w
     assert got[4]["explicit"] is True
-    assert json.loads(prepared.parameter)[4]["work_id"] == str(explicit)
+    assert json.loads(prepared.parameter)["items"][4]["work_id"] == str(explicit)
+
+
+def test_parameter__several_items_send_each_shared_set_once_one_item_the_array_form():
+    requests = [request(i, **({"queue": "mail"} if i % 3 == 0 else {})) for i in range(9)]
+    parameter = json.loads(acceptance.prepare("scope-a", requests).parameter)
+    # Two distinct sets (queue "mail", the default queue), in order of first use.
+    assert [s["queue_name"] for s in parameter["shared"]] == ["mail", "default"]
+    assert [i["shared"] for i in parameter["items"]] == [0, 1, 1, 0, 1, 1, 0, 1, 1]
+    for item in parameter["items"]:
+        assert "work_name" not in item and "retry_policy" not in item
+    (single,) = json.loads(acceptance.prepare("scope-a", [request(0)]).parameter)
+    assert single["work_name"] == "t.import" and "shared" not in single
 
 
 def test_parameter__random_work_ids_differ_per_item():
