@@ -35,11 +35,15 @@ from datetime import UTC, datetime, timedelta
 from durable_schedule.evaluation.decision import Decision
 from durable_schedule.evaluation.isotext import iso_us
 from durable_schedule.evaluation.timeline import EVALUATOR_VERSIONS, Every
+from durable_schedule.frozen import maker
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _VERSION = EVALUATOR_VERSIONS["every"]
 _MISFIRE = ("run_once", "skip")
 _OVERLAP = ("queue_one", "skip", "allow_all")
+#: ``Decision(action, first, last, count, new_cursor, next_due, suspend_reason, evidence,
+#: skip_cause)``, every field given (durable_schedule/frozen.py).
+_decision = maker(Decision)
 
 
 def _us(delta: timedelta) -> int:
@@ -85,7 +89,8 @@ def decide_every(spec: object, accepted_at: datetime, cursor: datetime, cutoff: 
     k0 = 0 if lo < base else (lo - base) // step + 1
     if hi <= lo or hi < base or (hi - base) // step < k0:
         # Rule 1: nothing in (cursor, cutoff]; next_due is the first instant after the cursor.
-        return Decision("noop", None, None, 0, cursor, _from_us(base + k0 * step))
+        return _decision("noop", None, None, 0, cursor, _from_us(base + k0 * step), None, None,
+                         None)
     k1 = (hi - base) // step
     first_us, last_us, count = base + k0 * step, base + k1 * step, k1 - k0 + 1
     first, last = _from_us(first_us), _from_us(last_us)
@@ -107,8 +112,8 @@ def decide_every(spec: object, accepted_at: datetime, cursor: datetime, cutoff: 
     }
     if lateness_us > window_us:
         # Rule 2: a clock jump or a long outage.
-        return Decision("suspend", first, last, count, cursor, first,
-                        suspend_reason="clock_jump", evidence=evidence)
+        return _decision("suspend", first, last, count, cursor, first, "clock_jump", evidence,
+                         None)
     # Rule 3, then rule 4 (overlap.apply with nothing pending and nothing buffered).
     cause = None
     if count == 1:
@@ -123,5 +128,5 @@ def decide_every(spec: object, accepted_at: datetime, cursor: datetime, cutoff: 
         elif overlap == "skip":
             action, cause = "skipped", "overlap"
     # The first grid instant after ``last`` (timeline.next_instant_after) is the next one.
-    return Decision(action, first, last, count, last, _from_us(last_us + step),
-                    evidence=evidence, skip_cause=cause)
+    return _decision(action, first, last, count, last, _from_us(last_us + step), None,
+                     evidence, cause)

@@ -47,6 +47,7 @@ from durable_schedule.barriers import (
 )
 from durable_schedule.errors import SchemaBelowFloor, SchemaMissing
 from durable_schedule.evaluation.decision import Decision
+from durable_schedule.frozen import maker
 from durable_schedule.processor import lifecycle as hooks
 from durable_schedule.processor.batch_work import (
     BatchAbandoned,
@@ -77,6 +78,16 @@ from durable_schedule.store.transactions import (
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 
 log = logging.getLogger("durable_schedule.processor")
+
+# The values built per schedule, every field given in order (durable_schedule/frozen.py):
+#: ``ScheduleOutcome(routing_id, scope_id, schedule_id, action, work_id, materialized_kind,
+#: reason, completed, first, last, detail)``
+_outcome = maker(ScheduleOutcome)
+#: ``OccurrenceIdentity(scope_id, schedule_id, generation, kind, first_nominal_utc, fresh_id,
+#: fresh_proof)``
+_identity = maker(OccurrenceIdentity)
+#: ``Bridged(link, created, link_row)``
+_bridged = maker(Bridged)
 
 
 class _Unevaluable(Exception):  # noqa: N818
@@ -275,8 +286,8 @@ class _Batch:
         works = WorkBatch(cur, scope_id, now, self.instant_text)
         for item in bridging:
             d, dec = item.d, item.decision
-            item.identity = OccurrenceIdentity(scope_id, d.schedule_id, d.generation,
-                                               dec.action, dec.first)
+            item.identity = _identity(scope_id, d.schedule_id, d.generation, dec.action,
+                                      dec.first, None, None)
             works.add(item.schedule_id, item.identity, dec.last, d.target_json,
                       key=item.target_text)
         connection = pipeline_connection(cur) if works else None
@@ -314,7 +325,7 @@ class _Batch:
         after both statements, still before the commit: a crash there leaves nothing."""
         cur = self.cur
         for item in bridging:
-            item.bridged = Bridged(works.derived(item.schedule_id), created=True)
+            item.bridged = _bridged(works.derived(item.schedule_id), True, None)
         closing_cursor = sibling_cursor(cur)
         try:
             with cur.db.wrap_database_errors, connection.pipeline():
@@ -387,11 +398,10 @@ class _Batch:
         link = None
         if bridged is not None and bridged.link_row is not None:
             link = (bridged.link_row, bridged.link)
-        self._record(c, ScheduleOutcome(
-            **self._base(c), action=decision.action,
-            work_id=bridged.link.work_id if bridged else None,
-            materialized_kind=identity.kind if identity else None, completed=False,
-            first=decision.first, last=decision.last, detail=detail), bridged is not None)
+        self._record(c, _outcome(
+            c.routing_id, self.scope_id, c.schedule_id, decision.action,
+            bridged.link.work_id if bridged else None, identity.kind if identity else None,
+            None, False, decision.first, decision.last, detail), bridged is not None)
         return {"schedule_id": item.schedule_id, "revision": d.revision,
                 "old_cursor": d.cursor_utc, "new_cursor": decision.new_cursor if moving else None,
                 "link": link, "due": due, "generation": d.generation, "event": event,
@@ -408,21 +418,24 @@ class _Batch:
 
 
 def _finish_row(step: dict[str, Any], text: InstantText) -> dict[str, Any]:
-    """One row of "finish steps"."""
+    """One row of "finish steps". The link columns are left out when there is no link to
+    write (every new occurrence is inserted linked): jsonb_to_recordset reads a missing key as
+    NULL, exactly as the null it would otherwise carry, and the batch's parameter is shorter
+    by four keys a row (docs/benchmarks.md "Batched schedule passes, fourth round")."""
     link = step["link"]
-    return {
+    row = {
         "schedule_id": step["schedule_id"], "revision": step["revision"],
         "old_cursor": text(step["old_cursor"]), "new_cursor": text(step["new_cursor"]),
-        "link_id": None if link is None else link[0],
-        "work_id": None if link is None else link[1].work_id_str(),
-        "command": None if link is None else link[1].command,
-        "idempotency_key": None if link is None else link[1].idempotency_key,
         "dispatch_revision": step["claim"].dispatch_revision, "due_at": text(step["due"]),
         "generation": step["generation"], "event": step["event"],
         # The detail nested as it is: rows_json writes the same JSON value records.to_json
         # would (one encoding per row instead of three).
         "detail": step["detail"],
     }
+    if link is not None:
+        row["link_id"], row["work_id"] = link[0], link[1].work_id_str()
+        row["command"], row["idempotency_key"] = link[1].command, link[1].idempotency_key
+    return row
 
 
 def _spec(d: Definition, spec_text: str | None, cache: dict[tuple, Any]) -> Any:

@@ -36,6 +36,7 @@ from typing import Any
 from durable_schedule.barriers import SCHEDULE_WORK_AFTER_ACCEPTANCE, barrier
 from durable_schedule.errors import OccurrenceLinkConflict, ScopeLost, WrongRole
 from durable_schedule.evaluation.isotext import utc_iso_us
+from durable_schedule.frozen import maker
 from durable_schedule.schedules.records import run
 from durable_schedule.store.inspection import RUNTIME_ROLE
 from durable_schedule.store.transactions import SCOPE_SETTING
@@ -89,6 +90,11 @@ class WorkLink:
                 "idempotency_key": self.idempotency_key}
 
 
+#: ``WorkLink(work_id, command, idempotency_key, work_id_text)``, every field given
+#: (durable_schedule/frozen.py: one per new occurrence).
+_link = maker(WorkLink)
+
+
 def derive_link(identity: OccurrenceIdentity) -> WorkLink:
     """The Work identity of an occurrence: a pure function of its identity."""
     work_id = _work_id(identity)
@@ -97,7 +103,7 @@ def derive_link(identity: OccurrenceIdentity) -> WorkLink:
     if len("schedule:") + len(name) + len(suffix) > MAX_COMMAND:
         name = "~" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:40]
     text = str(work_id)
-    return WorkLink(work_id, f"schedule:{name}{suffix}", "occurrence:" + text, text)
+    return _link(work_id, f"schedule:{name}{suffix}", "occurrence:" + text, text)
 
 
 def work_id_by_definition(identity: OccurrenceIdentity) -> uuid.UUID:

@@ -15,6 +15,7 @@ from datetime import timedelta
 from django.db import DataError
 
 from durable_schedule.errors import InvalidLease
+from durable_schedule.frozen import maker
 from durable_schedule.observability.metrics import timed_claim
 from durable_schedule.schedules.records import statement
 from durable_schedule.store import identifiers
@@ -32,6 +33,10 @@ class Claim:
     routing_id: int
     schedule_id: str
     dispatch_revision: int
+
+
+#: ``Claim(routing_id, schedule_id, dispatch_revision)`` (durable_schedule/frozen.py).
+_claim = maker(Claim)
 
 
 def validate_lease(lease_owner: object, lease_duration: object) -> tuple[str, timedelta]:
@@ -65,4 +70,5 @@ def claim(lease_owner: str, lease_duration: timedelta, max_rows: int, *,
             rows = cur.fetchall()
     except DataError as exc:  # the function's own DS404 refusal (SQLSTATE 22023)
         raise InvalidLease(str(exc).splitlines()[0], lease_owner=lease_owner) from exc
-    return [Claim(int(r[0]), r[1], int(r[2])) for r in rows]
+    make = _claim
+    return [make(int(r[0]), r[1], int(r[2])) for r in rows]
