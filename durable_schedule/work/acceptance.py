@@ -29,10 +29,12 @@ from django.db import DatabaseError
 from durable_schedule.errors import (
     IdempotencyConflict,
     InvalidArgument,
+    SchemaBelowFloor,
     WorkFactsTampered,
     WrongRole,
 )
 from durable_schedule.store.sqlfiles import query
+from durable_schedule.store.version import REQUIRED_SCHEMA
 
 _QUERIES = "acceptance_queries.sql"
 #: An ``enqueue_many`` call carries at most this many requests: one statement, one jsonb
@@ -272,8 +274,25 @@ class Prepared:
         except DatabaseError as exc:
             if "DS302" in str(exc):
                 raise WrongRole(str(exc).split("\n")[0], scope=self.scope_id) from exc
+            if _store_predates_object_form(exc, self.parameter):
+                raise SchemaBelowFloor(
+                    "the store's acceptance function predates schema 15 and does not take "
+                    "several requests in this code's form; this code requires schema "
+                    f"{REQUIRED_SCHEMA}", scope=self.scope_id) from exc
             raise
         return Sent(self.scope_id, self.requests, self.items, self.slot, cur.fetchall())
+
+
+def _store_predates_object_form(exc: DatabaseError, parameter: str) -> bool:
+    """Whether ``exc`` is a store below schema 15 refusing the object form of several
+    requests (:func:`_parameter`). The Work runtime checks the schema floor before every claim
+    (DS401), but acceptance does not spend a round trip on it: code deployed before
+    ``migrate`` would otherwise meet this as a bare DataError from the released schema-9
+    function, whose ``jsonb_array_length`` cannot read an object. Only that exact refusal of an
+    object parameter is translated; a single request (an array) works on the older store."""
+    return (parameter.startswith("{")
+            and "cannot get array length of a non-array" in str(exc)
+            and "durable_schedule_accept" in str(exc))
 
 
 def prepare(scope_id: str, requests: Sequence, source_ids: Sequence | None = None) -> Prepared:
