@@ -312,3 +312,26 @@ def test_routing__the_runtime_roles_written_queue_and_priority_are_replaced(pg):
     assert err is not None and err.sqlstate == "42501", err
     cur.execute("reset role")
     assert _count(cur, "durable_work_dispatch") == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_object_form__a_login_role_granted_execute_but_not_runtime_writes_nothing(pg_factory):
+    # A real (non-superuser) login role that was granted EXECUTE on the entry point but is not
+    # a member of durable_runtime: entering is refused (42501) and nothing is written.
+    admin = pg_factory(autocommit=True)
+    role = "ds_review4_intruder"
+    admin.execute(f"drop role if exists {role}")
+    admin.execute(f"create role {role} login")
+    try:
+        admin.execute("grant execute on function"
+                      f" durable_schedule_accept_work(text, jsonb, boolean) to {role}")
+        intruder = pg_factory(user=role)
+        obj, _ = _forms([_request(0), _request(1, queue="mail")])
+        err = refused(intruder, _ACCEPT, (SCOPE, obj))
+        assert err is not None and err.sqlstate == "42501", err
+        intruder.rollback()
+        assert _counts(admin.cursor()) == (0, 0, 0)
+    finally:
+        admin.execute("revoke execute on function"
+                      f" durable_schedule_accept_work(text, jsonb, boolean) from {role}")
+        admin.execute(f"drop role {role}")
