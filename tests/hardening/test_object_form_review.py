@@ -13,11 +13,12 @@ import json
 import uuid
 from datetime import UTC, datetime
 
+import psycopg
 import pytest
 
 from durable_schedule.evaluation.policy import ExecutionPolicy, RetryPolicy
 from tests.hardening.test_cheaper_routing import _ACCEPT, _accept, _forms, _request
-from tests.hardening.test_cheaper_triggers import SCOPE, _count, _scope, _work
+from tests.hardening.test_cheaper_triggers import SCOPE, _count, _scope, _work, scratch_store
 from tests.pgroles import RUNTIME, become, refused
 
 _TABLES = ("durable_work", "durable_work_dispatch", "durable_work_history")
@@ -335,3 +336,21 @@ def test_object_form__a_login_role_granted_execute_but_not_runtime_writes_nothin
         admin.execute("revoke execute on function"
                       f" durable_schedule_accept_work(text, jsonb, boolean) from {role}")
         admin.execute(f"drop role {role}")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mixed__object_form_against_a_schema_14_store_is_refused_and_writes_nothing():
+    # Code of schema 15 deployed before `migrate` (against docs/compatibility.md's order): a
+    # single enqueue (the array form) still works; several items are refused by schema 14's
+    # acceptance (an object is not an array of items) with nothing of the call written.
+    with scratch_store("ds_rvw_", "0014_cheaper_acceptance") as url:
+        with psycopg.connect(url) as conn:
+            cur = conn.cursor()
+            obj, arr = _forms([_request(0), _request(1, queue="mail")])
+            err = refused(conn, _ACCEPT, (SCOPE, obj))
+            assert err is not None and err.sqlstate == "22023", err
+            assert _counts(cur) == (0, 0, 0)
+            single = json.dumps(json.loads(arr)[:1])
+            assert [r[1] for r in _accept(cur, single)] == ["created"]
+            assert [r[1] for r in _accept(cur, arr)] == ["duplicate", "created"]
+            conn.rollback()
