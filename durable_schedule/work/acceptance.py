@@ -29,10 +29,12 @@ from django.db import DatabaseError
 from durable_schedule.errors import (
     IdempotencyConflict,
     InvalidArgument,
+    SchemaBelowFloor,
     WorkFactsTampered,
     WrongRole,
 )
 from durable_schedule.store.sqlfiles import query
+from durable_schedule.store.version import REQUIRED_SCHEMA
 
 _QUERIES = "acceptance_queries.sql"
 #: An ``enqueue_many`` call carries at most this many requests: one statement, one jsonb
@@ -272,6 +274,13 @@ class Prepared:
         except DatabaseError as exc:
             if "DS302" in str(exc):
                 raise WrongRole(str(exc).split("\n")[0], scope=self.scope_id) from exc
+            if self.parameter.startswith("{") and "array length of a non-array" in str(exc):
+                # The object form (several items) reached an acceptance older than schema 15,
+                # which reads only the array form: this code was deployed before `migrate`.
+                raise SchemaBelowFloor(
+                    f"the store's acceptance predates schema {REQUIRED_SCHEMA}, which this code "
+                    "needs to accept several requests in one call", scope=self.scope_id,
+                    requires=REQUIRED_SCHEMA) from exc
             raise
         return Sent(self.scope_id, self.requests, self.items, self.slot, cur.fetchall())
 
