@@ -356,3 +356,33 @@ def test_mixed__object_form_against_a_schema_14_store_is_refused_and_writes_noth
             assert [r[1] for r in _accept(cur, single)] == ["created"]
             assert [r[1] for r in _accept(cur, arr)] == ["duplicate", "created"]
             conn.rollback()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_object_form__a_batch_waiting_on_a_concurrent_one_finds_its_committed_rows(pg_factory):
+    # Two object-form batches sharing one identity: the second waits on the first's insert,
+    # and after the commit answers 'duplicate' for it (the new statement sees the committed
+    # row) and creates its own; nothing twice.
+    import threading
+
+    first, second = pg_factory(), pg_factory()
+    first.execute("insert into durable_schedule_scope (scope_id) values (%s)", (SCOPE,))
+    first.commit()
+    obj_a, _ = _forms([_request(0), _request(1)])
+    obj_b, _ = _forms([_request(1), _request(2, queue="mail")])
+    assert [r[1] for r in _accept(first.cursor(), obj_a)] == ["created", "created"]
+    answers: list = []
+    waiter = threading.Thread(target=lambda: answers.extend(_accept(second.cursor(), obj_b)))
+    waiter.start()
+    waiter.join(0.5)
+    assert waiter.is_alive()  # waiting on cmd-1's uncommitted row
+    first.commit()
+    waiter.join(10)
+    second.commit()
+    assert [(r[0], r[1]) for r in answers] == [(0, "duplicate"), (1, "created")]
+    cur = first.cursor()
+    cur.execute("select w.command_id, d.queue_name from durable_work w"
+                "  join durable_work_dispatch d on d.work_ref = w.id order by 1")
+    assert cur.fetchall() == [("cmd-0", "default"), ("cmd-1", "default"), ("cmd-2", "mail")]
+    assert _counts(cur) == (3, 3, 3)
+    first.commit()
