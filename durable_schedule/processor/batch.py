@@ -57,7 +57,11 @@ from durable_schedule.processor.batch_work import (
     rows_json,
     run_batch,
 )
-from durable_schedule.processor.bridge import Bridged, OccurrenceIdentity, bridge
+from durable_schedule.processor.bridge import (
+    OccurrenceIdentity,
+    bridge,
+    make_bridged,
+)
 from durable_schedule.processor.dispatcher import Claim
 from durable_schedule.processor.evaluate import evaluate_pass, generation_fence
 from durable_schedule.processor.step import (
@@ -86,8 +90,6 @@ _outcome = maker(ScheduleOutcome)
 #: ``OccurrenceIdentity(scope_id, schedule_id, generation, kind, first_nominal_utc, fresh_id,
 #: fresh_proof)``
 _identity = maker(OccurrenceIdentity)
-#: ``Bridged(link, created, link_row)``
-_bridged = maker(Bridged)
 
 
 class _Unevaluable(Exception):  # noqa: N818
@@ -325,7 +327,7 @@ class _Batch:
         after both statements, still before the commit: a crash there leaves nothing."""
         cur = self.cur
         for item in bridging:
-            item.bridged = _bridged(works.derived(item.schedule_id), True, None)
+            item.bridged = make_bridged(works.derived(item.schedule_id), True, None)
         closing_cursor = sibling_cursor(cur)
         try:
             with cur.db.wrap_database_errors, connection.pipeline():

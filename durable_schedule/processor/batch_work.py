@@ -21,12 +21,12 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from durable_schedule.frozen import maker
 from durable_schedule.processor.bridge import (
     Bridged,
     OccurrenceIdentity,
     WorkLink,
     derive_link,
+    make_bridged,
 )
 from durable_schedule.processor.bridge import _conflict as conflict
 from durable_schedule.store.sqlfiles import query
@@ -35,8 +35,6 @@ from durable_schedule.work.enqueue import WorkRequest, accept_in_scope
 from durable_schedule.work.target import WorkTarget
 
 QUERIES = "schedule_batch_queries.sql"
-#: ``Bridged(link, created, link_row)``, every field given (durable_schedule/frozen.py).
-_bridged = maker(Bridged)
 
 
 def batch_statement(name: str) -> str:
@@ -225,7 +223,7 @@ class WorkBatch:
                 if link != derived:
                     raise conflict(identity, derived, link.as_dict(),
                                    "the Work runtime returned a different Work identity")
-            out[schedule_id] = (occurrence_id, _bridged(derived, created, None))
+            out[schedule_id] = (occurrence_id, make_bridged(derived, created, None))
         return out
 
 

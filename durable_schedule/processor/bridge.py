@@ -187,6 +187,11 @@ class Bridged:
     link_row: int | None = field(default=None, compare=False)
 
 
+#: ``Bridged(link, created, link_row)``, every field given (durable_schedule/frozen.py): the
+#: batched pass builds one per bridged occurrence (processor/batch.py, batch_work.py).
+make_bridged = maker(Bridged)
+
+
 def bridge(cur, identity: OccurrenceIdentity, target_json: Any, now: datetime, *,
            write_link: bool = True, due_at: datetime | None = None) -> Bridged:
     """Accept the occurrence's Work in this transaction and link it, compare-or-return.
