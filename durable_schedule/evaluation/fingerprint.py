@@ -174,12 +174,18 @@ def fingerprint(
             due_at=due_at,
         )
         return Fingerprint(schema=schema, digest=hashlib.sha256(data).hexdigest())
-    parts = [_shared_head(schema, work_name, work_version), _field("payload", payload_bytes),
-             policy_part]
+    parts = [_shared_head(schema, work_name, work_version), _PAYLOAD_HEAD,
+             len(payload_bytes).to_bytes(8, "big"), payload_bytes, policy_part]
     if schema == SCHEMA_V2:
         parts.append(_field("deadline", d))
-    parts.append(_field("due_at", due))
+    parts.append(_NO_DUE_AT if due is None else _field("due_at", due))
     return Fingerprint(schema=schema, digest=hashlib.sha256(b"".join(parts)).hexdigest())
+
+
+#: ``_field("payload", value)`` is this head, then ``_frame(value)``; ``_field("due_at", None)``
+#: is the same bytes for every request without a due time. Made once, not per request.
+_PAYLOAD_HEAD = _field("payload", b"")[:-8]
+_NO_DUE_AT = _field("due_at", None)
 
 
 @functools.lru_cache(maxsize=512)

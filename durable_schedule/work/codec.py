@@ -76,26 +76,46 @@ def _check(value: Any, field: str, depth: int = 0) -> None:
                               type=type(value).__name__)
 
 
-def canonical_json(value: Any, field: str = "payload") -> str:
-    """The canonical JSON text of ``value`` (sorted keys, compact, UTF-8 safe)."""
+#: The canonical form's encoder, made once: ``json.dumps`` with these options builds the same
+#: encoder on every call (its construction cost about as much as encoding a small payload). An
+#: encoder keeps no state between calls, so one instance serves every thread.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                              allow_nan=False)
+#: The C scanner behind ``json.loads``, without its whitespace skipping and trailing-data check:
+#: canonical text has no whitespace outside strings and is one complete value.
+_SCAN = json.JSONDecoder().scan_once
+
+
+def canonical_text_and_bytes(value: Any, field: str = "payload") -> tuple[str, bytes]:
+    """The canonical JSON text of ``value`` (sorted keys, compact, UTF-8 safe) and its UTF-8
+    bytes (the encoding that proves the text UTF-8 safe is the one the fingerprint hashes)."""
     _check(value, field)
     try:
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          allow_nan=False)
-        text.encode("utf-8")
+        text = _CANONICAL.encode(value)
+        data = text.encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
         raise PayloadNotEncodable(f"{field} is not encodable as JSON: {exc}") from None
-    return text
+    return text, data
+
+
+def canonical_json(value: Any, field: str = "payload") -> str:
+    """The canonical JSON text of ``value`` (sorted keys, compact, UTF-8 safe)."""
+    return canonical_text_and_bytes(value, field)[0]
 
 
 def canonical_bytes(value: Any, field: str = "payload") -> bytes:
     """The bytes the enqueue fingerprint hashes for a payload."""
-    return canonical_json(value, field).encode("utf-8")
+    return canonical_text_and_bytes(value, field)[1]
+
+
+def from_canonical(text: str) -> Any:
+    """The value of a text :func:`canonical_json` made: what ``json.loads`` gives for it."""
+    return _SCAN(text, 0)[0]
 
 
 def json_value(value: Any, field: str = "payload") -> Any:
     """A detached copy of ``value`` as plain JSON types (tuples become lists)."""
-    return json.loads(canonical_json(value, field))
+    return from_canonical(canonical_json(value, field))
 
 
 def loads(data: Any) -> Any:

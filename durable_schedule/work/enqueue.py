@@ -32,7 +32,6 @@ hashed.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -136,10 +135,10 @@ class WorkRequest:
         # One canonical encoding per request: the stored copy is decoded from it, the
         # fingerprint hashes its bytes and the acceptance parameter embeds its text (not
         # fields: equality and repr stay as they were).
-        text = codec.canonical_json(self.payload, "payload")
-        set_(self, "payload", json.loads(text))
+        text, data = codec.canonical_text_and_bytes(self.payload, "payload")
+        set_(self, "payload", codec.from_canonical(text))
         self.__dict__["_payload_text"] = text
-        self.__dict__["_payload_bytes"] = text.encode("utf-8")
+        self.__dict__["_payload_bytes"] = data
         set_(self, "provider_safety", provider_safety(self.provider_safety).value)
         if self.policy is not None and not isinstance(self.policy, ExecutionPolicy):
             raise InvalidArgument("policy must be an ExecutionPolicy or None",

@@ -26,8 +26,18 @@ class ProviderSafety(StrEnum):
     RECONCILE_BEFORE_RETRY = "reconcile_before_retry"
 
 
+#: The members by their string value: a request names its definition's safety as that plain
+#: string, and a dictionary lookup answers it without the Enum call's machinery (the member is
+#: the one ``ProviderSafety(value)`` returns).
+_BY_VALUE = {member.value: member for member in ProviderSafety}
+
+
 def provider_safety(value: object) -> ProviderSafety:
     """``value`` (a ProviderSafety or its string value) as a ProviderSafety; else DS406."""
+    if type(value) is str:
+        member = _BY_VALUE.get(value)
+        if member is not None:
+            return member
     try:
         return ProviderSafety(value)
     except ValueError:

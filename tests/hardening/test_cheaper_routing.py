@@ -102,7 +102,7 @@ def test_migrate__schema_15_forward_on_a_store_with_data():
             assert cur.fetchone() == (14,)
             conn.commit()
 
-        done = _manage(url, "migrate", "--noinput")
+        done = _manage(url, "migrate", "durable_schedule", "0015_cheaper_routing", "--noinput")
         assert done.returncode == 0, done.stderr[-3000:]
         with psycopg.connect(url) as conn:
             cur = conn.cursor()
