@@ -113,6 +113,13 @@ SELECT c.schedule_id,
 -- or return); a Work key that already exists is resolved by the caller through
 -- accept_in_scope (compare-or-return). The Work's foreign key to its source occurrence is
 -- checked at the end of the statement, when both rows exist.
+-- The Work insert names one arbiter, the request key (scope, command, idempotency key): the
+-- only conflict a retried or replayed occurrence can meet. Every arbiter is pre-checked and
+-- takes a speculative-insertion lock per row, which the other unique keys (the serial id, the
+-- work id derived from the same identity) would add for nothing. A work id already held under
+-- another request key is not a duplicate of this occurrence: it raises 23505, the whole batch
+-- rolls back and its schedules run alone (processor.process_due), where accept_in_scope gives
+-- the single step's answer (docs/benchmarks.md "Batched schedule passes, fifth round").
 -- What the Work rows of one target share (validated request, fingerprint, policies: the
 -- processor's template) travels once per target in "templates"; each row names its template
 -- by "t" and carries only its identity, so the parameter is ~0.35 kB per schedule, not ~1.2.
@@ -163,7 +170,7 @@ WITH guard AS (
            coalesce(r.due_at, clock.now), occ.id, clock.now
       FROM occ JOIN req r ON r.schedule_id = occ.schedule_id, clock
      ORDER BY r.n
-    ON CONFLICT DO NOTHING
+    ON CONFLICT (scope_id, command_id, idempotency_key) DO NOTHING
     RETURNING id, scope_id, work_id, due_at, accepted_at, state, source_occurrence_id
 ), dispatch AS (
     INSERT INTO durable_work_dispatch (scope_routing_id, work_ref, due_at)
