@@ -331,10 +331,10 @@ def test_one_conflicting_schedule_in_a_batch_of_many__fails_alone_the_others_pro
 def test_a_work_id_held_under_another_request_key__fails_that_schedule_alone(
         clock, target, caplog):
     # A Work already holds m07's derived work id under another command and idempotency key.
-    # The bridging statement's Work insert names only the request key as its arbiter, so this
-    # row is a unique violation there (not a silent skip): the batch rolls back whole, its
-    # schedules run alone, and m07's single bridge answers as it always did (DS207, the work
-    # id belongs to another request), alone; the 19 others commit, nothing twice.
+    # The bridging statement's Work insert is a plain INSERT, so this row is a unique
+    # violation there (not a silent skip): the batch rolls back whole, its schedules run
+    # alone, and m07's single bridge answers as it always did (DS207, the work id belongs to
+    # another request), alone; the 19 others commit, nothing twice.
     names = many(target)
     derived = derive_link(OccurrenceIdentity(SCOPE, "m07", 1, "nominal", T0 + HOUR))
     rows("insert into durable_work (scope_id, work_id, command_id, idempotency_key, work_name,"
