@@ -461,12 +461,17 @@ def test_batch__bridges_and_closes_in_one_pipeline_when_every_occurrence_is_new(
         assert dispatch(name)[0:2] == (T0 + 2 * HOUR, None)
 
 
+@pytest.mark.parametrize("prepare", [True, False], ids=["pipelined", "one after the other"])
 def test_an_occurrence_that_exists_with_its_derived_link__runs_alone_and_is_returned(
-        clock, target, caplog):
-    # The closing rows of the pipeline assume every occurrence is new; m03's 13:00 occurrence
-    # exists already, linked to its derived Work (a committed bridge whose cursor move is
-    # missing). The batch rolls back before it commits, every schedule runs alone, and m03's
-    # single bridge returns the stored link (compare or return): no second Work for it.
+        clock, target, caplog, settings, prepare):
+    # The batch writes only when every occurrence is new; m03's 13:00 occurrence exists
+    # already, linked to its derived Work (a committed bridge whose cursor move is missing):
+    # the bridging statement's plain insert raises a unique violation, in the pipeline as in
+    # the statements run one after the other (PREPARE_STATEMENTS = False). The batch rolls
+    # back before it commits, every schedule runs alone, and m03's single bridge returns the
+    # stored link (compare or return): no second Work for it.
+    settings.DURABLE_SCHEDULE = {**getattr(settings, "DURABLE_SCHEDULE", {}),
+                                 "PREPARE_STATEMENTS": prepare}
     names = many(target, 6)
     run_pass(clock, T0 + HOUR)
     rows("update durable_work set state = 'succeeded' returning 1")
