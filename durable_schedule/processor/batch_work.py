@@ -189,7 +189,8 @@ class WorkBatch:
 
     def all_created(self, got: list[tuple]) -> bool:
         """Did "bridge occurrences" (its rows ``got``) insert every queued occurrence and its
-        Work, as the runtime in scope? Then :meth:`resolve` needs no compare-or-return."""
+        Work, as the runtime in scope? (False only when the guard refused: a row it could not
+        insert is a unique violation, raised by the statement itself.)"""
         if not got or not got[0][0]:
             return False
         created = {row[1] for row in got if row[1] is not None and row[3]}
