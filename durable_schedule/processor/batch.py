@@ -59,7 +59,6 @@ from durable_schedule.processor.batch_work import (
 )
 from durable_schedule.processor.bridge import (
     OccurrenceIdentity,
-    bridge,
     make_bridged,
 )
 from durable_schedule.processor.dispatcher import Claim
@@ -296,18 +295,14 @@ class _Batch:
         if connection is not None:
             self._write_pipelined(fast, released, bridging, works, connection)
             return
+        # One statement after the other (no pipeline): the same premise, every occurrence and
+        # its Work new, checked before the closing rows are built (WorkBatch.resolve).
         fresh = works.bridge() if works else {}
         if fresh:
             barrier(SCHEDULE_WORK_AFTER_ACCEPTANCE)
         for item in bridging:
-            if item.schedule_id in fresh:
-                occurrence_id, item.bridged = fresh[item.schedule_id]
-                item.identity = replace(item.identity, fresh_id=occurrence_id)
-            else:
-                # The identity existed already: the single step's bridge (lock, compare or
-                # accept), with the link left to the closing statement as there.
-                item.bridged = bridge(cur, item.identity, item.d.target_json, now,
-                                      write_link=False)
+            occurrence_id, item.bridged = fresh[item.schedule_id]
+            item.identity = replace(item.identity, fresh_id=occurrence_id)
         self._finish(fast, released)
 
     def _write_pipelined(self, fast: list[_Item], released: list[_Item],
@@ -319,12 +314,13 @@ class _Batch:
         The closing rows need each schedule's bridge result before it exists, so they are
         built for the result nearly every batch gets: every occurrence and its Work inserted
         by the bridging statement (``Bridged(derived, created=True)``, exactly what
-        :meth:`WorkBatch.resolve` returns then). When the result is anything else (an
-        occurrence or Work that existed already, not the runtime in scope) the batch is
-        abandoned before it commits: it rolls back and every schedule runs alone
-        (``processor.process_due``), where the single step bridges it, compare or return, as
-        the sequential form of this batch would have. The barrier after acceptance is reached
-        after both statements, still before the commit: a crash there leaves nothing."""
+        :meth:`WorkBatch.resolve` returns). When the result is anything else (an occurrence or
+        Work that existed already: a unique violation of the bridging statement; not the
+        runtime in scope) the batch fails before it commits: it rolls back and every schedule
+        runs alone (``processor.process_due``), where the single step bridges it, compare or
+        return, as the sequential form of this batch would have. The barrier after acceptance
+        is reached after both statements, still before the commit: a crash there leaves
+        nothing."""
         cur = self.cur
         for item in bridging:
             item.bridged = make_bridged(works.derived(item.schedule_id), True, None)
@@ -339,10 +335,7 @@ class _Batch:
             closing = closing_cursor.fetchone()
         finally:
             closing_cursor.close()
-        if not works.all_created(got):
-            raise BatchAbandoned("an occurrence or its Work existed already (or the bridge ran "
-                                 "outside the runtime's scope): the schedules run alone")
-        fresh = works.resolve(got)
+        fresh = works.resolve(got)  # raises BatchAbandoned unless every row was created
         barrier(SCHEDULE_WORK_AFTER_ACCEPTANCE)
         for item in bridging:
             # (The identities keep fresh_id unset: only the single bridge reads it, and every

@@ -8,10 +8,11 @@ and its Work — the same request, built by the same ``WorkTarget.to_request`` f
 derived identity, with the columns and values of ``accept`` in ``work_queries.sql`` — is
 accepted by the same statement ("bridge occurrences" in
 ``store/sql/schedule_batch_queries.sql``). Nothing outside the transaction can tell the two
-apart: a pending, unlinked nominal occurrence is never committed either way. A Work key that
-statement could not insert (a stored Work holds it) is resolved by ``accept_in_scope`` itself,
-which compares and returns the stored Work or raises ``IdempotencyConflict`` — the single
-bridge's answer, row by row.
+apart: a pending, unlinked nominal occurrence is never committed either way. The statement
+only succeeds when every occurrence and every Work of the batch is new: an identity or a Work
+key a stored row holds already is a unique violation, the batch rolls back, and each of its
+schedules runs the single bridge alone, which compares and returns the stored rows or raises
+``IdempotencyConflict`` / ``OccurrenceLinkConflict`` — the single bridge's answer, row by row.
 """
 
 from __future__ import annotations
@@ -28,10 +29,8 @@ from durable_schedule.processor.bridge import (
     derive_link,
     make_bridged,
 )
-from durable_schedule.processor.bridge import _conflict as conflict
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.work import codec
-from durable_schedule.work.enqueue import WorkRequest, accept_in_scope
 from durable_schedule.work.target import WorkTarget
 
 QUERIES = "schedule_batch_queries.sql"
@@ -102,7 +101,7 @@ class _Template:
     batch (``number``: its position in the statement's "templates")."""
 
     def __init__(self, target: WorkTarget, now: datetime, number: int) -> None:
-        self.target, self.now, self.number = target, now, number
+        self.number = number
         probe = target.to_request(command_id="probe", idempotency_key="probe",
                                   work_id=uuid.uuid4(), accepted_base=now)
         fp = probe.fingerprint
@@ -125,12 +124,6 @@ class _Template:
             "execution_deadline": probe.deadline,
             "due_at": probe.due_at,
         }
-
-    def request(self, derived: WorkLink) -> WorkRequest:
-        """The full request of one occurrence (for the rare compare-or-return)."""
-        return self.target.to_request(
-            command_id=derived.command, idempotency_key=derived.idempotency_key,
-            work_id=derived.work_id, accepted_base=self.now)
 
 
 class BatchAbandoned(Exception):  # noqa: N818 - an internal signal, never leaves the processor
@@ -170,8 +163,8 @@ class WorkBatch:
 
     def bridge(self) -> dict[str, tuple[int, Bridged]]:
         """Insert every queued occurrence linked to its derived Work and accept that Work, in
-        one statement. Returns ``{schedule_id: (occurrence id, Bridged)}`` for the occurrences
-        it inserted; one that existed already is absent (the caller bridges it alone)."""
+        one statement. Returns ``{schedule_id: (occurrence id, Bridged)}``, every queued
+        occurrence in it (see :meth:`resolve`)."""
         return self.resolve(self.send().fetchall())
 
     def derived(self, schedule_id: str) -> WorkLink:
@@ -196,7 +189,8 @@ class WorkBatch:
 
     def all_created(self, got: list[tuple]) -> bool:
         """Did "bridge occurrences" (its rows ``got``) insert every queued occurrence and its
-        Work, as the runtime in scope? Then :meth:`resolve` needs no compare-or-return."""
+        Work, as the runtime in scope? (False only when the guard refused: a row it could not
+        insert is a unique violation, raised by the statement itself.)"""
         if not got or not got[0][0]:
             return False
         created = {row[1] for row in got if row[1] is not None and row[3]}
@@ -204,28 +198,14 @@ class WorkBatch:
             all(p[0] in created for p in self._pending)
 
     def resolve(self, got: list[tuple]) -> dict[str, tuple[int, Bridged]]:
-        """The result of :meth:`send`, as :meth:`bridge` returns it."""
-        if not got or not got[0][0]:
-            # Not the runtime role in this scope: the single bridge raises the precise error.
-            raise BatchAbandoned("the batch's Work bridge does not run as the runtime in scope")
-        inserted = {row[1]: (int(row[2]), bool(row[3])) for row in got if row[1] is not None}
-        out: dict[str, tuple[int, Bridged]] = {}
-        for schedule_id, identity, _last, derived, template in self._pending:
-            if schedule_id not in inserted:
-                continue
-            occurrence_id, created = inserted[schedule_id]
-            if not created:
-                # A stored Work holds this identity: the single bridge's compare-or-return.
-                accepted = accept_in_scope(self.cur, self.scope_id, template.request(derived),
-                                           source_occurrence_id=occurrence_id)
-                link = WorkLink(_as_uuid(accepted.work_id), accepted.command_id,
-                                accepted.idempotency_key)
-                if link != derived:
-                    raise conflict(identity, derived, link.as_dict(),
-                                   "the Work runtime returned a different Work identity")
-            out[schedule_id] = (occurrence_id, make_bridged(derived, created, None))
-        return out
-
-
-def _as_uuid(value: Any) -> uuid.UUID:
-    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+        """The result of :meth:`send`, as :meth:`bridge` returns it: every occurrence and its
+        Work created. Anything else abandons the batch (its schedules then run alone, where the
+        single bridge gives the precise answer): not the runtime in scope (the guard inserted
+        nothing), or a row missing from the result. A stored occurrence or Work key does not
+        get here: the statement's plain inserts raise a unique violation for it."""
+        if not self.all_created(got):
+            raise BatchAbandoned("an occurrence or its Work was not inserted (or the bridge ran "
+                                 "outside the runtime's scope): the schedules run alone")
+        occurrence_ids = {row[1]: int(row[2]) for row in got}
+        return {schedule_id: (occurrence_ids[schedule_id], make_bridged(derived, True, None))
+                for schedule_id, _identity, _last, derived, _template in self._pending}

@@ -328,6 +328,37 @@ def test_one_conflicting_schedule_in_a_batch_of_many__fails_alone_the_others_pro
     assert len(works()) == 20  # 19 new, and the planted one
 
 
+def test_a_work_id_held_under_another_request_key__fails_that_schedule_alone(
+        clock, target, caplog):
+    # A Work already holds m07's derived work id under another command and idempotency key.
+    # The bridging statement's Work insert is a plain INSERT, so this row is a unique
+    # violation there (not a silent skip): the batch rolls back whole, its schedules run
+    # alone, and m07's single bridge answers as it always did (DS207, the work id belongs to
+    # another request), alone; the 19 others commit, nothing twice.
+    names = many(target)
+    derived = derive_link(OccurrenceIdentity(SCOPE, "m07", 1, "nominal", T0 + HOUR))
+    rows("insert into durable_work (scope_id, work_id, command_id, idempotency_key, work_name,"
+         " work_version, payload, provider_safety, fingerprint_schema, fingerprint_digest,"
+         " retry_policy, accepted_at, due_at, updated_at) values (%s, %s, 'other-command',"
+         " 'other-key', 'x', 'v1', '{}', 'idempotent', 'v1', 'other', '{}', now(), now(),"
+         " now()) returning 1", (SCOPE, derived.work_id))
+    with pytest.raises(IdempotencyConflict) as err:
+        run_pass(clock, T0 + HOUR)
+    assert "rolled back" in caplog.text
+    assert err.value.context["schedule_id"] == "m07"
+    assert err.value.context["pass_counts"]["materialized"] == 19
+    assert occurrences("m07") == [] and definition("m07")["cursor_utc"] == T0
+    assert dispatch("m07")[1] == OWNER  # its lease lapses; nothing was written for it
+    for name in names:
+        if name != "m07":
+            assert [o[1:5] for o in occurrences(name)] == [
+                ("nominal", T0 + HOUR, T0 + HOUR, "materialized")]
+            assert definition(name)["cursor_utc"] == T0 + HOUR
+    assert len(works()) == 20  # 19 new, and the planted one, unchanged
+    assert rows("select command_id, idempotency_key from durable_work where work_id = %s",
+                (derived.work_id,)) == [("other-command", "other-key")]
+
+
 def test_a_planted_link_in_a_batch__is_a_conflict_for_that_schedule_only(clock, target):
     names = many(target, 6)
     run_pass(clock, T0 + HOUR)
@@ -430,12 +461,17 @@ def test_batch__bridges_and_closes_in_one_pipeline_when_every_occurrence_is_new(
         assert dispatch(name)[0:2] == (T0 + 2 * HOUR, None)
 
 
+@pytest.mark.parametrize("prepare", [True, False], ids=["pipelined", "one after the other"])
 def test_an_occurrence_that_exists_with_its_derived_link__runs_alone_and_is_returned(
-        clock, target, caplog):
-    # The closing rows of the pipeline assume every occurrence is new; m03's 13:00 occurrence
-    # exists already, linked to its derived Work (a committed bridge whose cursor move is
-    # missing). The batch rolls back before it commits, every schedule runs alone, and m03's
-    # single bridge returns the stored link (compare or return): no second Work for it.
+        clock, target, caplog, settings, prepare):
+    # The batch writes only when every occurrence is new; m03's 13:00 occurrence exists
+    # already, linked to its derived Work (a committed bridge whose cursor move is missing):
+    # the bridging statement's plain insert raises a unique violation, in the pipeline as in
+    # the statements run one after the other (PREPARE_STATEMENTS = False). The batch rolls
+    # back before it commits, every schedule runs alone, and m03's single bridge returns the
+    # stored link (compare or return): no second Work for it.
+    settings.DURABLE_SCHEDULE = {**getattr(settings, "DURABLE_SCHEDULE", {}),
+                                 "PREPARE_STATEMENTS": prepare}
     names = many(target, 6)
     run_pass(clock, T0 + HOUR)
     rows("update durable_work set state = 'succeeded' returning 1")

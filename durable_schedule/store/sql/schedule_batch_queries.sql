@@ -108,11 +108,17 @@ SELECT c.schedule_id,
 -- derived from it (processor/bridge.py: a pure function of the identity, so the link is known
 -- before the Work exists), then "accept" of work_queries.sql for those rows: the Work, its
 -- dispatch row and its accepted history row. The guard is "accept"'s proof of role and scope
--- (the single step's runtime proof) and gates both inserts. An identity that
--- already exists inserts nothing here (the caller bridges it as the single step does, compare
--- or return); a Work key that already exists is resolved by the caller through
--- accept_in_scope (compare-or-return). The Work's foreign key to its source occurrence is
--- checked at the end of the statement, when both rows exist.
+-- (the single step's runtime proof) and gates both inserts. The Work's foreign key to its
+-- source occurrence is checked at the end of the statement, when both rows exist.
+-- Both inserts are plain INSERTs, with no conflict clause: the batch only writes when every
+-- occurrence and every Work of it is new (processor/batch_work.py WorkBatch.resolve), so an
+-- identity or a Work key that exists already -- or is being inserted by a transaction that
+-- then commits -- raises a unique violation (23505) instead of being skipped: the whole batch
+-- rolls back and its schedules run alone (processor.process_due), where the single step
+-- bridges each, compare or return, as it did when the skip abandoned the batch. A conflict
+-- clause pre-checks its arbiter indexes and takes a speculative-insertion lock per row, which
+-- the raw shape of the same writes does not pay (docs/benchmarks.md "Batched schedule passes,
+-- fifth round").
 -- What the Work rows of one target share (validated request, fingerprint, policies: the
 -- processor's template) travels once per target in "templates"; each row names its template
 -- by "t" and carries only its identity, so the parameter is ~0.35 kB per schedule, not ~1.2.
@@ -148,7 +154,6 @@ WITH guard AS (
       FROM req r, guard
      WHERE guard.ok
      ORDER BY r.n
-    ON CONFLICT (scope_id, schedule_id, generation, kind, first_nominal_utc) DO NOTHING
     RETURNING id, schedule_id
 ), work AS (
     INSERT INTO durable_work (scope_id, work_id, command_id, idempotency_key, work_name,
@@ -163,7 +168,6 @@ WITH guard AS (
            coalesce(r.due_at, clock.now), occ.id, clock.now
       FROM occ JOIN req r ON r.schedule_id = occ.schedule_id, clock
      ORDER BY r.n
-    ON CONFLICT DO NOTHING
     RETURNING id, scope_id, work_id, due_at, accepted_at, state, source_occurrence_id
 ), dispatch AS (
     INSERT INTO durable_work_dispatch (scope_routing_id, work_ref, due_at)
