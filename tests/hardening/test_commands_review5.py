@@ -1,0 +1,64 @@
+"""Management commands: a bad option is a DS-coded error that changes nothing, even when it
+comes after a good one on the same command line (docs/operations.md "Recovery after a
+restore", "Re-provisioning a scope"). ``durable_recover`` acts flag by flag, so an input
+checked only when its own step runs lets the earlier steps commit first."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from demo import schedule_targets
+from django.core.management import CommandError, call_command
+
+from durable_schedule import schedules
+from durable_schedule.operations.provisioning import reprovision_scope
+from durable_schedule.operations.recovery import bump_runtime_epoch
+from tests.schedules.conftest import HOUR
+
+pytestmark = pytest.mark.django_db
+A = "tenant-a"
+
+
+@pytest.fixture
+def target():
+    return schedule_targets.report.target(payload={"report": "nightly"})
+
+
+def _epoch() -> int:
+    return bump_runtime_epoch(dry_run=True).before
+
+
+def _generation(scope: str) -> int:
+    return reprovision_scope(scope, dry_run=True).generation_before
+
+
+def test_recover__an_unknown_scope_after_bump_epoch_bumps_nothing(clock, target):
+    schedules.create(A, "s", schedules.Every(HOUR), target)
+    before = _epoch()
+    with pytest.raises(CommandError, match="DS306"):
+        call_command("durable_recover", "--bump-epoch", "--reprovision-scope", "nope",
+                     stdout=StringIO())
+    assert _epoch() == before  # the restore fence of every schedule was not raised
+
+
+def test_recover__a_bad_scope_in_the_list_reprovisions_no_other_scope(clock, target):
+    schedules.create(A, "s", schedules.Every(HOUR), target)
+    for bad in ("nope", " "):
+        with pytest.raises(CommandError, match="DS3"):
+            call_command("durable_recover", "--reprovision-scope", A,
+                         "--reprovision-scope", bad, stdout=StringIO())
+        assert _generation(A) == 1
+
+
+def test_recover__a_bad_actor_is_refused_before_anything_moves(clock, target):
+    schedules.create(A, "s", schedules.Every(HOUR), target)
+    before = _epoch()
+    with pytest.raises(CommandError, match="DS406"):
+        call_command("durable_recover", "--bump-epoch", "--release-all", "--actor", "x" * 201,
+                     stdout=StringIO())
+    assert _epoch() == before
+    with pytest.raises(CommandError, match="DS406"):
+        call_command("durable_recover", "--reprovision-scope", A, "--release-all",
+                     "--actor", "bad\nactor", stdout=StringIO())
+    assert _generation(A) == 1
