@@ -1,0 +1,32 @@
+"""The tasks backend's enqueue arguments (docs/tasks.md "Arguments"): every value that is not
+JSON the store can hold is refused at enqueue with a DS-coded error naming where it is, and
+nothing is accepted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from demo import tasks as demo
+
+from durable_schedule.errors import DurableError
+from durable_schedule.store.models import Work
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _nested(depth: int) -> list:
+    # What json.loads gives for a request body of ``depth`` nested brackets: a value a caller
+    # may well pass on unchecked.
+    return json.loads("[" * depth + "]" * depth)
+
+
+@pytest.mark.parametrize("depth", [65, 900])
+def test_enqueue__deeply_nested_arguments_are_a_ds_error_not_a_recursion_error(committed_clock,
+                                                                              depth):
+    for args, kwargs in (((_nested(depth), 1), {}), ((7,), {"template": {"x": _nested(depth)}})):
+        task = demo.add if not kwargs else demo.send_welcome
+        with pytest.raises(DurableError) as caught:
+            task.enqueue(*args, **kwargs)
+        assert caught.value.code in ("DS241", "DS209")
+    assert Work.objects.count() == 0
