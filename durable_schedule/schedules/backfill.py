@@ -22,7 +22,7 @@ fill the buffer). A held slot refuses ``queue_one``, ``skip`` and ``buffer_all``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from durable_schedule.barriers import (
@@ -46,6 +46,7 @@ from durable_schedule.store.transactions import scoped, validate_scope_id
 #: The most instants one backfill materializes (ask again for the rest).
 MAX_INSTANTS = 1000
 _ONE_US = timedelta(microseconds=1)
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,9 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
     end = as_utc(end, "end", wrong_type=InvalidArgument)
     if end < start:
         raise InvalidArgument("end must not be before start", field="end")
+    if start == _EARLIEST:
+        # The range is searched from one microsecond before start, which datetime cannot hold.
+        raise InvalidArgument("start must be later than datetime.min", field="start")
     request_id = _request_id(request_id)
     actor = check.actor(actor)
     with scoped(scope) as cur:

@@ -18,7 +18,7 @@ from django.db import transaction
 
 from durable_schedule import conf
 from durable_schedule.errors import InvalidTaskOptions
-from durable_schedule.evaluation.policy import ExecutionPolicy
+from durable_schedule.evaluation.policy import ExecutionPolicy, checked_add
 from durable_schedule.store.transactions import validate_scope_id
 from durable_schedule.tasks import arguments, results, scoping
 from durable_schedule.tasks.compat import (
@@ -116,7 +116,9 @@ class DurableBackend(BaseTaskBackend):
         work_id = uuid.uuid4()
         deadline = None
         if resolved.deadline_after is not None:
-            deadline = _database_now(self.database) + resolved.deadline_after
+            # DS215, not OverflowError, for a deadline_after no instant can be that far past now.
+            deadline = checked_add(_database_now(self.database), resolved.deadline_after,
+                                   "deadline (now + deadline_after)")
         accepted = accept(scope, definition.request(
             command=task.module_path[:200], idempotency_key=str(work_id), payload=payload,
             deadline=deadline, due_at=task.run_after, work_id=work_id,

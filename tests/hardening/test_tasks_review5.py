@@ -4,12 +4,14 @@ nothing is accepted."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from datetime import timedelta
 
 import pytest
 from demo import tasks as demo
 
-from durable_schedule.errors import DurableError
+from durable_schedule.errors import DurableError, WorkArithmeticOutOfRange
 from durable_schedule.store.models import Work
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,4 +31,11 @@ def test_enqueue__deeply_nested_arguments_are_a_ds_error_not_a_recursion_error(c
         with pytest.raises(DurableError) as caught:
             task.enqueue(*args, **kwargs)
         assert caught.value.code in ("DS241", "DS209")
+    assert Work.objects.count() == 0
+
+
+def test_enqueue__a_deadline_after_past_the_supported_range_is_ds215(committed_clock):
+    far = dataclasses.replace(demo.add, deadline_after=timedelta.max)
+    with pytest.raises(WorkArithmeticOutOfRange, match="DS215"):
+        far.enqueue(1, 2)
     assert Work.objects.count() == 0
