@@ -62,3 +62,14 @@ def test_recover__a_bad_actor_is_refused_before_anything_moves(clock, target):
         call_command("durable_recover", "--reprovision-scope", A, "--release-all",
                      "--actor", "bad\nactor", stdout=StringIO())
     assert _generation(A) == 1
+
+
+def test_partitions__dry_run_lists_the_months_and_creates_none(clock):
+    clock.set(clock.now.replace(year=2034, month=5))
+    out = StringIO()
+    call_command("durable_partitions", "--dry-run", stdout=out)
+    assert out.getvalue().split("\n")[:2] == ["would create durable_schedule_history_203405",
+                                              "would create durable_schedule_history_203406"]
+    out = StringIO()
+    call_command("durable_partitions", stdout=out)  # the dry run created nothing
+    assert "created durable_schedule_history_203405" in out.getvalue()
