@@ -11,7 +11,7 @@ task and data commit together or not at all. ``task_enqueued`` is sent on that c
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -70,6 +70,15 @@ class DurableBackend(BaseTaskBackend):
 
     # ------------------------------------------------------------------ validation
     def validate_task(self, task: Task) -> None:
+        # Django's own checks call ``run_after.utcoffset()`` and compare ``priority`` with ints:
+        # a timedelta, a string or a number of the wrong type would escape them as a bare
+        # AttributeError or TypeError instead of InvalidTask.
+        if task.run_after is not None and not isinstance(task.run_after, datetime):
+            raise InvalidTask(f"run_after must be an aware datetime, not "
+                              f"{type(task.run_after).__name__}")
+        if type(task.priority) is not int:
+            raise InvalidTask(f"priority must be a whole number between -100 and 100, not "
+                              f"{type(task.priority).__name__}")
         super().validate_task(task)
         resolved = self.resolved_options(task)
         if resolved.scope is not None:

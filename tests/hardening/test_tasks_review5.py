@@ -13,6 +13,7 @@ from demo import tasks as demo
 
 from durable_schedule.errors import DurableError, WorkArithmeticOutOfRange
 from durable_schedule.store.models import Work
+from durable_schedule.tasks.compat import InvalidTask
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -39,3 +40,11 @@ def test_enqueue__a_deadline_after_past_the_supported_range_is_ds215(committed_c
     with pytest.raises(WorkArithmeticOutOfRange, match="DS215"):
         far.enqueue(1, 2)
     assert Work.objects.count() == 0
+
+
+@pytest.mark.parametrize("changes", [
+    {"run_after": timedelta(minutes=5)}, {"run_after": "2030-01-01T00:00:00Z"},
+    {"priority": "1"}, {"priority": True}])
+def test_using__a_wrongly_typed_run_after_or_priority_is_invalid_task(changes):
+    with pytest.raises(InvalidTask):
+        demo.add.using(**changes)
