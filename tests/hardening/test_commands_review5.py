@@ -73,3 +73,12 @@ def test_partitions__dry_run_lists_the_months_and_creates_none(clock):
     out = StringIO()
     call_command("durable_partitions", stdout=out)  # the dry run created nothing
     assert "created durable_schedule_history_203405" in out.getvalue()
+
+
+@pytest.mark.parametrize("age", ["999999999999d", "99999999999999999999w", "3000000d"])
+def test_prune__an_age_past_year_one_is_ds427_not_overflow(clock, age):
+    with pytest.raises(CommandError, match="DS427"):
+        call_command("durable_prune", "--older-than", age, "--dry-run", stdout=StringIO())
+    out = StringIO()
+    call_command("durable_prune", "--older-than", "365000d", "--dry-run", stdout=out)
+    assert out.getvalue().startswith("would remove")
