@@ -53,7 +53,8 @@ def next_instants(spec: ScheduleSpec, after: datetime, count: int = 10, *,
     ``inclusive``), as aware UTC datetimes, ascending; fewer when the spec has no more.
 
     Raises DS101-DS103 / DS125-DS127 for a bad spec, DS128 when ``identity`` is needed, DS406
-    for a bad ``count`` or ``identity``.
+    for a bad ``count`` or ``identity`` (and for ``inclusive`` with ``after`` at
+    ``datetime.min``: no instant precedes it to look after).
     """
     spec = validate_spec(spec)
     start = as_utc(after, "after", wrong_type=InvalidArgument)
