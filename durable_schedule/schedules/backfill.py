@@ -39,7 +39,7 @@ from durable_schedule.processor.bridge import OccurrenceIdentity, bridge
 from durable_schedule.schedules import records
 from durable_schedule.schedules import validation as check
 from durable_schedule.schedules.api import _history, _locked
-from durable_schedule.schedules.lifecycle import _request_id
+from durable_schedule.schedules.lifecycle import _article, _request_id
 from durable_schedule.schedules.records import TERMINAL_WORK_STATES, run
 from durable_schedule.store.transactions import scoped, validate_scope_id
 
@@ -88,7 +88,7 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         records.lock_fences(cur, scope)
         d = _locked(cur, scope, schedule_id, None)
         if d.state not in ("active", "paused"):
-            raise BackfillRefused(f"a {d.state} schedule cannot be backfilled",
+            raise BackfillRefused(f"{_article(d.state)} {d.state} schedule cannot be backfilled",
                                   schedule_id=schedule_id, state=d.state)
         if end > d.cursor_utc:
             # Instants after the cursor are the schedule's own to run (or to skip) under its

@@ -55,3 +55,9 @@ def test_create_and_update__a_deadline_no_instant_can_carry_is_refused(clock, ta
     # The refused update left generation 1 running (accepted, its every pass failed DS215).
     assert run_pass(clock, T0 + HOUR + SECOND).materialized == 1
     assert len(works(A)) == 1
+
+
+def test_resume__the_refusal_of_an_active_schedule_reads_as_english(clock, target):
+    schedules.create(A, "s", schedules.Every(HOUR), target)
+    with pytest.raises(DurableError, match="DS147: an active schedule is not paused"):
+        schedules.resume(A, "s")
