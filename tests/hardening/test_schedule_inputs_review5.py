@@ -61,3 +61,12 @@ def test_resume__the_refusal_of_an_active_schedule_reads_as_english(clock, targe
     schedules.create(A, "s", schedules.Every(HOUR), target)
     with pytest.raises(DurableError, match="DS147: an active schedule is not paused"):
         schedules.resume(A, "s")
+
+
+@pytest.mark.parametrize("spec", [schedules.Every(HOUR),
+                                  schedules.Cron("0 * * * *", "America/Los_Angeles")])
+def test_create__start_at_datetime_min_is_no_bound_not_an_overflow(clock, target, spec):
+    info = schedules.create(A, "s", spec, target, start_at=EARLIEST)
+    plain = schedules.create(A, "t", spec, target)
+    assert (info.state, info.start_at) == ("active", EARLIEST)
+    assert (info.cursor_utc, info.next_nominal_utc) == (plain.cursor_utc, plain.next_nominal_utc)
