@@ -48,3 +48,13 @@ def test_enqueue__a_deadline_after_past_the_supported_range_is_ds215(committed_c
 def test_using__a_wrongly_typed_run_after_or_priority_is_invalid_task(changes):
     with pytest.raises(InvalidTask):
         demo.add.using(**changes)
+
+
+@pytest.mark.parametrize("name, version", [(5, "v1"), ("demo.tasks.add", None), (None, None)])
+def test_lookup__names_that_are_not_text_are_ds406_not_attribute_error(name, version):
+    # The tasks backend resolves Work names to tasks, so its resolver sees every lookup.
+    from durable_schedule import work
+
+    with pytest.raises(DurableError) as caught:
+        work.lookup(name, version)
+    assert caught.value.code == "DS406"
