@@ -58,3 +58,18 @@ def test_lookup__names_that_are_not_text_are_ds406_not_attribute_error(name, ver
     with pytest.raises(DurableError) as caught:
         work.lookup(name, version)
     assert caught.value.code == "DS406"
+
+
+@pytest.mark.parametrize("options", [
+    {"TASK_OPTIONS": {"demo.tasks.charge": {"safty": "reconcile_before_retry"}}},
+    {"TASK_OPTIONS": {"demo.tasks.add": "idempotent"}},
+    {"SAFETY": "at_most_once"}, {"VERSION": 2}, {"DEADLINE_AFTER": "5m"}, {"POLICY": "retry"}])
+def test_backend__bad_options_are_ds243_when_the_backend_is_built(options):
+    # A misspelt per-task key used to be ignored: the task ran with the default safety
+    # (idempotent), so a reconcile_before_retry effect would be retried blindly.
+    from durable_schedule.errors import InvalidTaskOptions
+    from durable_schedule.tasks import DurableBackend
+
+    with pytest.raises(InvalidTaskOptions, match="DS243"):
+        DurableBackend("checked", {"BACKEND": "durable_schedule.tasks.DurableBackend",
+                                   "OPTIONS": options})
