@@ -113,6 +113,10 @@ class ProofForm(forms.Form):
             return json.loads(text)
         except ValueError as exc:
             raise forms.ValidationError(f"Enter valid JSON ({exc}).") from None
+        except RecursionError:
+            # json.loads recurses per bracket: a deep paste would be a server error, not a
+            # form error (the store refuses more than 64 levels anyway).
+            raise forms.ValidationError("Enter JSON nested less deeply.") from None
 
     def clean(self):
         data = super().clean()

@@ -57,8 +57,10 @@ def initial_cursor(accepted_at: datetime, cursor: datetime, bounds: Bounds) -> d
     """The cursor a generation starts from: nothing at or before ``cursor`` is evaluated, and
     no instant before ``start_at`` exists."""
     start = max(accepted_at, cursor)
-    if bounds.start_at is not None:
-        start = max(start, bounds.start_at - _ONE_US)
+    if bounds.start_at is not None and bounds.start_at > start:
+        # Only a start_at after the cursor moves it; comparing first also keeps a start_at at
+        # datetime.min from being moved one microsecond below what a datetime can hold.
+        start = bounds.start_at - _ONE_US
     return start
 
 

@@ -39,6 +39,9 @@ from durable_schedule.store.transactions import connection, routed
 
 #: Pruning anything younger is refused: an operator may still be looking at it.
 MIN_AGE = timedelta(hours=1)
+#: A longer age puts the cutoff before year 1 (PostgreSQL refuses it, Python cannot hold it);
+#: nothing in a store is that old, so the bound costs nothing.
+MAX_AGE = timedelta(days=365_000)
 MAX_BATCH = 10_000
 _UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _AGE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
@@ -54,7 +57,10 @@ def parse_age(text: str) -> timedelta:
     if not match:
         raise InvalidRetention("--older-than must be a whole number with a unit m, h, d or w "
                                "(e.g. 30d)", got=text)
-    age = timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2)])
+    seconds = int(match.group(1)) * _UNITS[match.group(2)]
+    if seconds > MAX_AGE.total_seconds():
+        raise InvalidRetention(f"--older-than must be at most {MAX_AGE.days}d", got=text)
+    age = timedelta(seconds=seconds)
     if age < MIN_AGE:
         raise InvalidRetention(f"--older-than must be at least {MIN_AGE}", got=text)
     return age
@@ -91,6 +97,9 @@ def prune(older_than: timedelta, *, dry_run: bool, batch: int = 500,
     """Remove what the module docstring lists; ``dry_run`` only counts."""
     if older_than < MIN_AGE:
         raise InvalidRetention(f"older_than must be at least {MIN_AGE}", got=str(older_than))
+    if older_than > MAX_AGE:
+        raise InvalidRetention(f"older_than must be at most {MAX_AGE.days} days",
+                               got=str(older_than))
     if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_BATCH:
         raise InvalidRetention(f"batch must be between 1 and {MAX_BATCH}", got=batch)
     conn = connection(using)

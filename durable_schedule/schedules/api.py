@@ -37,6 +37,7 @@ from durable_schedule.errors import (
 from durable_schedule.evaluation import bounds as bounding
 from durable_schedule.evaluation import jitter as jittering
 from durable_schedule.evaluation.bounds import Bounds
+from durable_schedule.evaluation.policy import checked_add
 from durable_schedule.evaluation.timeline import (
     ScheduleSpec,
     bind_spec,
@@ -75,6 +76,20 @@ def _first_due(spec: ScheduleSpec, accepted_at: datetime, cursor: datetime,
             kind=kind_of(spec), accepted_at_utc=records.iso(accepted_at),
             cursor_utc=records.iso(cursor))
     return due
+
+
+def _deadline_fits(target_json: dict[str, Any], due: datetime) -> None:
+    """DS215 when the target's relative deadline, counted from the first due instant, leaves
+    the supported UTC range: the processor counts it from the materialization (at or after
+    ``due``), and a sum it cannot form would fail that schedule's every pass instead."""
+    after_us = target_json.get("deadline_after_us")
+    if after_us is None:
+        return
+    try:
+        after = timedelta(microseconds=after_us)
+    except OverflowError:
+        after = timedelta.max
+    checked_add(due, after, "the target's deadline (first due instant + deadline_after)")
 
 
 def _locked(cur, scope: str, schedule_id: str, expected_revision: int | None) -> Definition:
@@ -159,6 +174,7 @@ def create(
         spec = bind_spec(spec, scope, schedule_id, accepted)
         cursor = bounding.initial_cursor(accepted, accepted, bounds)
         due = _first_due(spec, accepted, cursor, bounds)
+        _deadline_fits(target_json, due)
         fences = records.lock_fences(cur, scope)
         existing = records.lock_definition(cur, scope, schedule_id)
         if existing is not None and existing.state == "deleted":
@@ -300,6 +316,7 @@ def update(
                              (scope, schedule_id))
         cursor = bounding.initial_cursor(accepted, d.cursor_utc, bounds)
         due = _first_due(spec, accepted, cursor, bounds)
+        _deadline_fits(target_json, due)
         generation = d.generation + 1
         retired = run(cur, "retire_pending", {
             "scope_id": scope, "schedule_id": schedule_id, "state": "superseded",
@@ -465,8 +482,10 @@ def list_schedules(scope: str, *, states: Iterable[str] | None = None, after: st
     ``states`` filters on lifecycle states; page with ``after=<last schedule_id>``.
     """
     validate_scope_id(scope)
-    if not isinstance(after, str):
-        raise InvalidArgument("after must be a string", field="after")
+    if not isinstance(after, str) or "\x00" in after or not check.encodable(after):
+        # A NUL or a lone surrogate is no schedule id, and PostgreSQL text cannot hold it.
+        raise InvalidArgument("after must be a string PostgreSQL text can hold (a schedule id)",
+                              field="after")
     if type(limit) is not int or not 1 <= limit <= 10_000:
         raise InvalidArgument("limit must be an integer between 1 and 10000", field="limit")
     wanted = None

@@ -22,7 +22,7 @@ fill the buffer). A held slot refuses ``queue_one``, ``skip`` and ``buffer_all``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from durable_schedule.barriers import (
@@ -39,13 +39,14 @@ from durable_schedule.processor.bridge import OccurrenceIdentity, bridge
 from durable_schedule.schedules import records
 from durable_schedule.schedules import validation as check
 from durable_schedule.schedules.api import _history, _locked
-from durable_schedule.schedules.lifecycle import _request_id
+from durable_schedule.schedules.lifecycle import _article, _request_id
 from durable_schedule.schedules.records import TERMINAL_WORK_STATES, run
 from durable_schedule.store.transactions import scoped, validate_scope_id
 
 #: The most instants one backfill materializes (ask again for the rest).
 MAX_INSTANTS = 1000
 _ONE_US = timedelta(microseconds=1)
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,9 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
     end = as_utc(end, "end", wrong_type=InvalidArgument)
     if end < start:
         raise InvalidArgument("end must not be before start", field="end")
+    if start == _EARLIEST:
+        # The range is searched from one microsecond before start, which datetime cannot hold.
+        raise InvalidArgument("start must be later than datetime.min", field="start")
     request_id = _request_id(request_id)
     actor = check.actor(actor)
     with scoped(scope) as cur:
@@ -84,7 +88,7 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         records.lock_fences(cur, scope)
         d = _locked(cur, scope, schedule_id, None)
         if d.state not in ("active", "paused"):
-            raise BackfillRefused(f"a {d.state} schedule cannot be backfilled",
+            raise BackfillRefused(f"{_article(d.state)} {d.state} schedule cannot be backfilled",
                                   schedule_id=schedule_id, state=d.state)
         if end > d.cursor_utc:
             # Instants after the cursor are the schedule's own to run (or to skip) under its

@@ -43,7 +43,6 @@ from django.utils.module_loading import autodiscover_modules
 
 from durable_schedule import conf
 from durable_schedule.errors import DeclarationConflict, ScheduleNotFound
-from durable_schedule.evaluation import jitter as jittering
 from durable_schedule.evaluation.bounds import Bounds
 from durable_schedule.evaluation.cron.spec import Cron, with_seed
 from durable_schedule.evaluation.timeline import ScheduleSpec, kind_of, spec_to_json
@@ -105,13 +104,17 @@ def declare(schedule_id: str, spec: ScheduleSpec, *, target: WorkTarget, scope: 
     bounds = Bounds(start_at=start_at, end_at=end_at, max_runs=max_runs)
     check.policies(overlap, misfire)
     scope, schedule_id = validate_scope_id(scope), check.schedule_id(schedule_id)
+    spec = check.spec(spec)
+    target_json = check.target(target)
+    # create()'s own jitter check, target included: a jitter on a target with an attempt plan
+    # (DS149) must fail here, at import time, not in the deploy's sync.
+    jitter = api._jitter(jitter, spec, target_json, (scope, schedule_id))
     decl = Declaration(
         scope=scope, schedule_id=schedule_id,
-        spec=check.spec(spec), target=target, overlap=overlap, misfire=misfire,
+        spec=spec, target=target, overlap=overlap, misfire=misfire,
         safety_window=safety_window, start_at=bounds.start_at, end_at=bounds.end_at,
-        max_runs=bounds.max_runs, jitter=jittering.validate(jitter, spec, (scope, schedule_id)),
+        max_runs=bounds.max_runs, jitter=jitter,
         buffer_limit=check.buffer_limit(overlap, buffer_limit))
-    check.target(target)
     check.safety_window(safety_window)
     with _LOCK:
         existing = _DECLARED.get(decl.key)

@@ -51,6 +51,11 @@ PAUSED_CAUSE = "paused"
 _ONE_US = timedelta(microseconds=1)
 
 
+def _article(state: str) -> str:
+    """"an" before a state that starts with a vowel (an active schedule), "a" otherwise."""
+    return "an" if state[:1] in "aeiou" else "a"
+
+
 @scope_optional
 def pause(scope: str, schedule_id: str, note: str = "", actor: str = "", *,
           expected_revision: int | None = None) -> ScheduleInfo:
@@ -71,7 +76,7 @@ def pause(scope: str, schedule_id: str, note: str = "", actor: str = "", *,
         if d.state == "paused":
             return from_definition(scope, d)
         if d.state != "active":
-            raise ScheduleNotPausable(f"a {d.state} schedule cannot be paused",
+            raise ScheduleNotPausable(f"{_article(d.state)} {d.state} schedule cannot be paused",
                                       schedule_id=schedule_id, state=d.state,
                                       reason=d.suspension_reason)
         revision = _guarded(hooks.run_lifecycle(cur, "pause_definition", {
@@ -108,7 +113,7 @@ def resume(scope: str, schedule_id: str, actor: str = "", *,
         fences = records.lock_fences(cur, scope)
         d = _locked(cur, scope, schedule_id, expected_revision)
         if d.state != "paused":
-            raise ScheduleNotPaused(f"a {d.state} schedule is not paused",
+            raise ScheduleNotPaused(f"{_article(d.state)} {d.state} schedule is not paused",
                                     schedule_id=schedule_id, state=d.state)
         cursor, skipped = d.cursor_utc, None
         if catch_up == "skip":
@@ -181,7 +186,8 @@ def trigger(scope: str, schedule_id: str, request_id: str, actor: str = "") -> T
         if found is not None:
             return Triggered(from_definition(scope, d), request_id, found[2], found[4], False)
         if d.state not in ("active", "paused"):
-            raise ScheduleNotTriggerable(f"a {d.state} schedule cannot be run now",
+            raise ScheduleNotTriggerable(f"{_article(d.state)} {d.state} schedule cannot be "
+                                         "run now",
                                          schedule_id=schedule_id, state=d.state,
                                          reason=d.suspension_reason)
         slot = run(cur, "lock_slot", key).fetchall()

@@ -33,6 +33,7 @@ from durable_schedule.store.transactions import validate_scope_id
 
 MAX_COUNT = 1000
 _ONE_US = timedelta(microseconds=1)
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
 
 
 def _identity(identity: Any) -> tuple[str, str] | None:
@@ -52,7 +53,8 @@ def next_instants(spec: ScheduleSpec, after: datetime, count: int = 10, *,
     ``inclusive``), as aware UTC datetimes, ascending; fewer when the spec has no more.
 
     Raises DS101-DS103 / DS125-DS127 for a bad spec, DS128 when ``identity`` is needed, DS406
-    for a bad ``count`` or ``identity``.
+    for a bad ``count`` or ``identity`` (and for ``inclusive`` with ``after`` at
+    ``datetime.min``: no instant precedes it to look after).
     """
     spec = validate_spec(spec)
     start = as_utc(after, "after", wrong_type=InvalidArgument)
@@ -74,6 +76,10 @@ def next_instants(spec: ScheduleSpec, after: datetime, count: int = 10, *,
                                    "(the preview then takes `after` as the acceptance instant) "
                                    "or give anchor=")
     # ``inclusive``: look after the instant one microsecond earlier (the finest resolution).
+    if inclusive and start == _EARLIEST:
+        raise InvalidArgument("inclusive needs an instant before `after`, and `after` is the "
+                              "earliest one a datetime can hold: pass inclusive=False",
+                              field="inclusive")
     cursor = start - _ONE_US if inclusive else start
     accepted = start
     out: list[datetime] = []

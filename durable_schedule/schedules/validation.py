@@ -44,6 +44,10 @@ def _encodable(value: str) -> bool:
     return True
 
 
+#: The same test for callers outside this module (a paging cursor is no identifier to check).
+encodable = _encodable
+
+
 def schedule_id(value: Any) -> str:
     """1-200 characters, no control characters, no surrounding spaces (DS115)."""
     return identifier(value, "schedule_id")

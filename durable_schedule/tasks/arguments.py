@@ -14,13 +14,21 @@ from typing import Any
 
 from durable_schedule.errors import InvalidTaskArguments
 
+#: The nesting the store's payload codec admits (work/codec.py refuses deeper with DS209).
+#: Checked here while walking, so a value nested past Python's recursion limit (``json.loads``
+#: returns one for a 900-bracket body) is DS241 naming the path, not a ``RecursionError``.
+MAX_DEPTH = 64
+
 
 def to_json(args: Any, kwargs: Any) -> dict[str, Any]:
     """``{"args": [...], "kwargs": {...}}`` as plain JSON values, or DS241 naming the path."""
     return {"args": _value(list(args), "args"), "kwargs": _value(dict(kwargs), "kwargs")}
 
 
-def _value(value: Any, path: str) -> Any:
+def _value(value: Any, path: str, depth: int = 0) -> Any:
+    if depth > MAX_DEPTH:
+        raise InvalidTaskArguments(f"a task argument nests deeper than {MAX_DEPTH} levels",
+                                   path=path[:200], got=type(value).__name__)
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -31,14 +39,14 @@ def _value(value: Any, path: str) -> Any:
                                        got=repr(value))
         return value
     if isinstance(value, (list, tuple)):
-        return [_value(item, f"{path}[{i}]") for i, item in enumerate(value)]
+        return [_value(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value)]
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InvalidTaskArguments("a task argument's dict keys must be strings",
                                            path=f"{path}[{key!r}]", got=type(key).__name__)
-            out[key] = _value(item, f"{path}[{key!r}]")
+            out[key] = _value(item, f"{path}[{key!r}]", depth + 1)
         return out
     raise InvalidTaskArguments("a task argument is not a JSON value", path=path,
                                got=type(value).__name__)

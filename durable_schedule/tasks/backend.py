@@ -11,14 +11,14 @@ task and data commit together or not at all. ``task_enqueued`` is sent on that c
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
 
 from durable_schedule import conf
 from durable_schedule.errors import InvalidTaskOptions
-from durable_schedule.evaluation.policy import ExecutionPolicy
+from durable_schedule.evaluation.policy import ExecutionPolicy, checked_add
 from durable_schedule.store.transactions import validate_scope_id
 from durable_schedule.tasks import arguments, results, scoping
 from durable_schedule.tasks.compat import (
@@ -31,7 +31,7 @@ from durable_schedule.tasks.compat import (
     signals,
 )
 from durable_schedule.tasks.definitions import definition_for, has_reconciler, task_for_name
-from durable_schedule.tasks.options import DurableTask, ResolvedOptions, resolve
+from durable_schedule.tasks.options import OPTION_NAMES, DurableTask, ResolvedOptions, resolve
 from durable_schedule.work.enqueue import enqueue as accept
 from durable_schedule.work.safety import ProviderSafety
 
@@ -64,12 +64,23 @@ class DurableBackend(BaseTaskBackend):
         if not isinstance(per_task, dict):
             raise InvalidTaskOptions("OPTIONS['TASK_OPTIONS'] must map module paths to dicts",
                                      backend=alias)
+        _check_task_options(alias, per_task)
+        _check_defaults(alias, self.options)
         self._declared_scopes: set[str] = {
             validate_scope_id(values["scope"]) for values in per_task.values()
             if isinstance(values, dict) and values.get("scope") is not None}
 
     # ------------------------------------------------------------------ validation
     def validate_task(self, task: Task) -> None:
+        # Django's own checks call ``run_after.utcoffset()`` and compare ``priority`` with ints:
+        # a timedelta, a string or a number of the wrong type would escape them as a bare
+        # AttributeError or TypeError instead of InvalidTask.
+        if task.run_after is not None and not isinstance(task.run_after, datetime):
+            raise InvalidTask(f"run_after must be an aware datetime, not "
+                              f"{type(task.run_after).__name__}")
+        if type(task.priority) is not int:
+            raise InvalidTask(f"priority must be a whole number between -100 and 100, not "
+                              f"{type(task.priority).__name__}")
         super().validate_task(task)
         resolved = self.resolved_options(task)
         if resolved.scope is not None:
@@ -116,7 +127,9 @@ class DurableBackend(BaseTaskBackend):
         work_id = uuid.uuid4()
         deadline = None
         if resolved.deadline_after is not None:
-            deadline = _database_now(self.database) + resolved.deadline_after
+            # DS215, not OverflowError, for a deadline_after no instant can be that far past now.
+            deadline = checked_add(_database_now(self.database), resolved.deadline_after,
+                                   "deadline (now + deadline_after)")
         accepted = accept(scope, definition.request(
             command=task.module_path[:200], idempotency_key=str(work_id), payload=payload,
             deadline=deadline, due_at=task.run_after, work_id=work_id,
@@ -151,6 +164,43 @@ class DurableBackend(BaseTaskBackend):
     def _read_scopes(self) -> list[str]:
         first = scoping.ambient() or self.default_scope
         return [first, *sorted(self._declared_scopes - {first})]
+
+
+def _check_task_options(alias: str, per_task: dict) -> None:
+    """Every TASK_OPTIONS entry is a dict of known option names: a misspelt key (``safty``)
+    would otherwise be ignored, and the task would run with the backend's default safety."""
+    for path, values in per_task.items():
+        if not isinstance(path, str) or not isinstance(values, dict):
+            raise InvalidTaskOptions("OPTIONS['TASK_OPTIONS'] must map module paths to dicts",
+                                     backend=alias, task=repr(path)[:200])
+        unknown = set(values) - set(OPTION_NAMES)
+        if unknown:
+            raise InvalidTaskOptions("unknown durable task options in OPTIONS['TASK_OPTIONS']",
+                                     backend=alias, task=path,
+                                     unknown=sorted(repr(k) for k in unknown),
+                                     known=list(OPTION_NAMES))
+
+
+def _check_defaults(alias: str, options: dict) -> None:
+    """The backend-wide defaults, checked once here instead of at every task's first use."""
+    def bad(key: str, why: str) -> InvalidTaskOptions:
+        return InvalidTaskOptions(f"OPTIONS['{key}'] {why}", backend=alias,
+                                  got=repr(options[key])[:200])
+
+    if "SAFETY" in options:
+        try:
+            ProviderSafety(options["SAFETY"])
+        except ValueError:
+            raise bad("SAFETY", "must be 'idempotent' or 'reconcile_before_retry'") from None
+    version = options.get("VERSION")
+    if "VERSION" in options and (not isinstance(version, str) or not version):
+        raise bad("VERSION", "must be a non-empty string")
+    policy = options.get("POLICY")
+    if policy is not None and not isinstance(policy, ExecutionPolicy):
+        raise bad("POLICY", "must be an ExecutionPolicy")
+    after = options.get("DEADLINE_AFTER")
+    if after is not None and (not isinstance(after, timedelta) or after <= timedelta(0)):
+        raise bad("DEADLINE_AFTER", "must be a positive timedelta")
 
 
 def _database_now(alias: str):

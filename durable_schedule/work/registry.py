@@ -191,6 +191,10 @@ def add_resolver(fn: Callable[[str, str], WorkDefinition | None]) -> None:
 
 def lookup(name: str, version: str) -> WorkDefinition | None:
     """The definition registered in this process (or by a resolver), or None."""
+    if not isinstance(name, str) or not isinstance(version, str):
+        # Checked here: a resolver (the tasks backend's) parses the name as text.
+        raise InvalidArgument("lookup takes a name and a version as strings",
+                              got=f"{type(name).__name__}, {type(version).__name__}")
     found = _REGISTRY.get((name, version))
     if found is not None:
         return found

@@ -57,6 +57,14 @@ def _join(y: int, m: int, d: int, sod: int) -> int:
     return (date(y, m, d).toordinal() - _EPOCH_ORDINAL) * _DAY + sod
 
 
+#: The wall times Python can represent (years 1-9999). An instant near either end of the UTC
+#: range can have its local wall time outside them (9999-12-31T23:00Z is year 10000 at UTC+14,
+#: 0001-01-01T00:00Z is year 0 at UTC-8); a search starts at the nearest end instead of
+#: converting a wall time ``datetime`` cannot hold.
+_MIN_WALL = _join(1, 1, 1, 0)
+_MAX_WALL = _join(9999, 12, 31, _DAY - 1)
+
+
 class Evaluator:
     """One pattern in one zone under one DST policy."""
 
@@ -124,6 +132,11 @@ class Evaluator:
         """The first instant ``>= s`` (UTC seconds), or None when there is none."""
         zone = self.zone
         w0 = s + zone.offset_at(s)
+        if w0 > _MAX_WALL:
+            return None  # every later instant has a wall time past year 9999
+        if w0 < _MIN_WALL:
+            s += _MIN_WALL - w0  # no wall time before year 1: start at its first second
+            w0 = max(s + zone.offset_at(s), _MIN_WALL)
         here = zone.classify(w0)
         wall = w0
         if here.kind == "fold":
@@ -157,6 +170,11 @@ class Evaluator:
         """The last instant ``<= s`` (UTC seconds), or None when there is none."""
         zone = self.zone
         w0 = s + zone.offset_at(s)
+        if w0 < _MIN_WALL:
+            return None  # every earlier instant has a wall time before year 1
+        if w0 > _MAX_WALL:
+            s -= w0 - _MAX_WALL  # no wall time after year 9999: start at its last second
+            w0 = min(s + zone.offset_at(s), _MAX_WALL)
         here = zone.classify(w0)
         wall = w0
         if here.kind == "fold":

@@ -1,4 +1,5 @@
-"""``manage.py durable_partitions``: create this and next month's schedule history partitions.
+"""``manage.py durable_partitions``: create this and next month's schedule history partitions
+(``--dry-run``: list the ones a run would create, create none).
 
 ``--archive-before YYYY-MM --transcript-dir DIR [--drop] [--dry-run]`` archives older months:
 detach, write an audit transcript (JSONL + sha256), and with ``--drop`` verify the transcript
@@ -8,9 +9,11 @@ and drop the month (docs/operations.md "Retention").
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from durable_schedule.errors import DurableError
 from durable_schedule.operations.partitions import ensure_partitions
+from durable_schedule.store.transactions import connection
 
 
 class Command(BaseCommand):
@@ -23,7 +26,8 @@ class Command(BaseCommand):
                                                      "with --archive-before)")
         parser.add_argument("--drop", action="store_true",
                             help="drop an archived month once its transcript is verified")
-        parser.add_argument("--dry-run", action="store_true", help="list, change nothing")
+        parser.add_argument("--dry-run", action="store_true",
+                            help="list what would be created or archived, change nothing")
 
     def handle(self, *args, **options):
         if options["archive_before"]:
@@ -31,12 +35,26 @@ class Command(BaseCommand):
             return
         if options["drop"] or options["transcript_dir"]:
             raise CommandError("--drop and --transcript-dir need --archive-before")
-        created = ensure_partitions()
+        if options["dry_run"]:
+            created = self._rolled_back_run()
+        else:
+            created = ensure_partitions()
+        verb = "would create" if options["dry_run"] else "created"
         if created:
             for name in created:
-                self.stdout.write(f"created {name}")
+                self.stdout.write(f"{verb} {name}")
         else:
             self.stdout.write("partitions for this and next month already exist")
+
+    @staticmethod
+    def _rolled_back_run() -> list[str]:
+        """The partitions a run would create: the run itself, rolled back (PostgreSQL DDL is
+        transactional), so the list is exactly what the SQL function decides."""
+        alias = connection().alias
+        with transaction.atomic(using=alias):
+            created = ensure_partitions(using=alias)
+            transaction.set_rollback(True, using=alias)
+        return created
 
     def _archive(self, options) -> None:
         from durable_schedule.operations.archive import archive_before

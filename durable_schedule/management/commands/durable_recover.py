@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from durable_schedule.errors import DurableError
 from durable_schedule.operations.provisioning import reprovision_scope
 from durable_schedule.operations.recovery import bump_runtime_epoch, release_all
+from durable_schedule.schedules.validation import actor as check_actor
 
 
 class Command(BaseCommand):
@@ -35,6 +36,7 @@ class Command(BaseCommand):
                                "--reprovision-scope SCOPE")
         dry = options["dry_run"]
         prefix = "dry run: " if dry else ""
+        self._check_inputs(options)
         if options["bump_epoch"]:
             bump = bump_runtime_epoch(dry_run=dry)
             self.stdout.write(f"{prefix}runtime epoch {bump.before} -> {bump.after}")
@@ -54,3 +56,16 @@ class Command(BaseCommand):
                 failed |= not o.released and o.detail.startswith("DS")
         if failed:
             sys.exit(1)
+
+    @staticmethod
+    def _check_inputs(options) -> None:
+        """Refuse a bad --actor or --reprovision-scope before any step runs: the steps commit
+        one by one, so a bad value found at its own step would leave the epoch bumped or an
+        earlier scope re-provisioned behind the error."""
+        try:
+            if options["release_all"]:
+                check_actor(options["actor"])
+            for scope in options["reprovision_scope"]:
+                reprovision_scope(scope, dry_run=True)  # DS30x for a bad or unknown scope
+        except DurableError as exc:
+            raise CommandError(str(exc)) from exc
