@@ -287,6 +287,8 @@ def table(results: dict, s: dict) -> str:
                   + ", ".join(f"{k} {_mmm(v, 2)}" for k, v in s["binding"].items()), ""]
     if results.get("errors"):
         lines += ["**Not measured**: " + "; ".join(results["errors"]), ""]
+    if results.get("caveats"):
+        lines += ["**Caveats**: " + "; ".join(results["caveats"]), ""]
     return "\n".join(lines)
 
 
