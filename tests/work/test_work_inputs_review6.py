@@ -22,6 +22,7 @@ pytestmark = pytest.mark.django_db
     ({"using": 7}, "DS406"),
     ({"stop": True}, "DS406"),  # was a TypeError ("'bool' object is not callable")
     ({"stop": "yes"}, "DS406"),
+    ({"queues": 5}, "DS406"),  # was a TypeError ("'int' object is not iterable")
 ])
 def test_process_work_pass__bad_input_is_ds_coded_and_changes_nothing(clock, define, kwargs,
                                                                        code):
