@@ -41,9 +41,10 @@ def _ack_lost_once(monkeypatch, module, name):
     return calls
 
 
+@pytest.mark.parametrize("concurrency", [1, 2])
 @pytest.mark.parametrize("outcome", ["succeeded", "failed"])
 def test_group_commit_ack_lost__the_retry_neither_fences_nor_quarantines(
-        committed_clock, define, monkeypatch, outcome):
+        committed_clock, define, monkeypatch, outcome, concurrency):
     d = define("test.acklost", policy=POLICY)
 
     @d.executor
@@ -55,7 +56,7 @@ def test_group_commit_ack_lost__the_retry_neither_fences_nor_quarantines(
     work_id = d.enqueue(scope="tenant-a", command="c-1", idempotency_key="k-1",
                         payload={}).work_id
     calls = _ack_lost_once(monkeypatch, passes, "record_outcomes")
-    counts = run_pass(batch=1, max_items=1)
+    counts = run_pass(batch=1, max_items=1, concurrency=concurrency)
     assert len(calls) == 2  # the group commit committed, its ack was lost, it was retried
     state = work_row(work_id, "state")[0]
     assert state == ("succeeded" if outcome == "succeeded" else "pending")
