@@ -22,9 +22,26 @@ log = logging.getLogger("durable_schedule.runner")
 CHANNELS = {"schedule": "durable_schedule_due", "work": "durable_work_due"}
 
 
-def seconds_until_due(queue: str, *, using: str | None = None) -> float | None:
+# The store's durable_schedule_seconds_until_due reads every Work queue; a runner serving some
+# of them reads those (the same table, the same privileges, the (queue_name, ...) index; idle
+# path only). Over every queue, due Work of a queue nobody serves read as "due now" to a runner
+# of another queue, which then ran empty passes back to back instead of sleeping.
+_WORK_SECONDS_UNTIL_DUE_IN = """
+select extract(epoch from min(due_at) - durable_schedule_clock('clock'))::double precision
+  from durable_work_dispatch
+ where due_at is not null and queue_name = any(%s)
+"""
+
+
+def seconds_until_due(queue: str, *, using: str | None = None,
+                      queues: tuple[str, ...] | None = None) -> float | None:
+    """Seconds until the earliest due row of ``queue`` (negative: overdue; None: nothing due);
+    for "work", of the Work ``queues`` named (None: every queue)."""
     with connection(using).cursor() as cur:
-        cur.execute(query("operations_queries.sql", "seconds_until_due"), [queue])
+        if queue == "work" and queues is not None:
+            cur.execute(_WORK_SECONDS_UNTIL_DUE_IN, [list(queues)])
+        else:
+            cur.execute(query("operations_queries.sql", "seconds_until_due"), [queue])
         value = cur.fetchone()[0]
     return None if value is None else float(value)
 
@@ -65,7 +82,7 @@ def serve(
             name=queue,
             run_once=lambda: hooks.after_pass(run_once(stop)),
             channel=CHANNELS[queue],
-            seconds_until_due=lambda: seconds_until_due(queue),
+            seconds_until_due=lambda: seconds_until_due(queue, queues=queues),
             stop=stop,
             maintenance=_maintain_partitions if queue == "schedule" else None,
             max_passes=max_passes,

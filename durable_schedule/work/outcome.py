@@ -68,11 +68,55 @@ class AttemptOutcome:
     error: dict[str, Any] | None = None
 
 
+#: The permit resolutions this lease's own outcome record writes, by outcome kind: a success
+#: completes (or, at or after the deadline, is quarantined as late), a failure fails.
+_OWN_RESOLUTIONS = {"succeeded": (("succeeded", "executor"), ("quarantined", "runtime")),
+                    "failed": (("failed", "executor"),)}
+
+# Only on the fenced path (never the hot path): did this very lease already record this
+# permit's outcome? A permit number is admitted once, under one lease generation and owner, so a
+# match can only be this attempt's own earlier, committed record.
+_OWN_RECORD = """
+SELECT p.outcome, p.resolution_source, w.state
+  FROM durable_work w
+  JOIN durable_work_permit p ON p.scope_id = w.scope_id AND p.work_id = w.work_id
+ WHERE w.id = %(id)s AND p.permit_no = %(permit_no)s
+   AND p.lease_generation = %(lease_generation)s AND p.resolved_by = %(lease_owner)s
+"""
+
+
+def _already_recorded(cur, action: Invoke | Reconcile, owner: str, outcome: AttemptOutcome,
+                      tally: Counter) -> bool:
+    """True (and the recorded outcome counted) when a retried phase finds the outcome its first
+    try committed: a commit whose acknowledgement was lost (the connection cut right after
+    COMMIT) is retried by runner.retry, and the lease that commit cleared must not read as
+    lost -- the result would be quarantined a second time as evidence of a takeover that never
+    happened."""
+    cur.execute(_OWN_RECORD, {"id": action.row.id, "permit_no": action.permit_no,
+                              "lease_generation": action.row.lease_generation,
+                              "lease_owner": owner})
+    found = cur.fetchone()
+    if found is None or (found[0], found[1]) not in _OWN_RESOLUTIONS.get(outcome.kind, ()):
+        return False
+    permit_outcome, _, state = found
+    if permit_outcome == "succeeded":
+        tally["succeeded"] += 1
+    elif permit_outcome == "quarantined":
+        tally["quarantined"] += 1
+        tally["expired"] += 1
+    else:
+        tally["retried" if state == "pending" else state] += 1
+    return True
+
+
 def record_lost(cur, action: Invoke | Reconcile, owner: str, outcome: AttemptOutcome | None,
-          tally: Counter) -> None:
-    tally["lost"] += 1
+                tally: Counter) -> None:
     if outcome is None or outcome.kind in ("not_invoked", "handed_back"):
+        tally["lost"] += 1
         return
+    if _already_recorded(cur, action, owner, outcome, tally):
+        return
+    tally["lost"] += 1
     tally["quarantined"] += 1
     detail = {"reason": "lease_lost", "outcome": outcome.kind, "permit_no": action.permit_no,
               "error": outcome.error}

@@ -26,13 +26,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from django.db import connections
+
 from durable_schedule import conf
 from durable_schedule.barriers import (
     WORK_EFFECT_BEFORE_OUTCOME,
     WORK_PERMIT_AFTER_COMMIT,
     barrier,
 )
-from durable_schedule.errors import InvalidConcurrency
+from durable_schedule.errors import InvalidArgument, InvalidConcurrency
 from durable_schedule.observability.metrics import instrumented_pass
 from durable_schedule.runner.retry import run_with_retry
 from durable_schedule.work import clock
@@ -71,6 +73,20 @@ def validate_concurrency(concurrency: object) -> int:
     return concurrency
 
 
+def validate_stop(stop: object) -> None:
+    """``stop`` is None or a callable: checked up front, or a bad one failed on first use."""
+    if stop is not None and not callable(stop):
+        raise InvalidArgument("stop must be None or a callable returning true to end the pass",
+                              got=type(stop).__name__)
+
+
+def validate_using(using: object) -> str:
+    """A database alias of ``DATABASES``: Django's ConnectionDoesNotExist was no DS error."""
+    if not isinstance(using, str) or using not in connections.settings:
+        raise InvalidArgument("using must name a database alias of DATABASES", got=using)
+    return using
+
+
 def validate_pass_arguments(max_items: object, batch: object, lease_owner: object,
                             lease_seconds: object) -> tuple[str, float]:
     """The pass's lease owner and claim lease seconds (defaults filled in), or the DS-coded
@@ -103,7 +119,8 @@ def process_work_pass(*, max_items: int = 100, lease_owner: str | None = None,
     owner, seconds = validate_pass_arguments(max_items, batch, lease_owner, lease_seconds)
     validate_concurrency(concurrency)
     budget = validate_wait_budget(wait_budget)
-    opts = Options(owner, heartbeat, using or conf.database_alias(),
+    validate_stop(stop)
+    opts = Options(owner, heartbeat, validate_using(using or conf.database_alias()),
                    None if queues is None else validate_queues(queues))
     sizer = sizer_for(opts.using, opts.queues, budget)
     tally: Counter = Counter()

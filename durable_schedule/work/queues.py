@@ -45,6 +45,9 @@ def validate_queues(names: Iterable[str]) -> tuple[str, ...]:
     """The queues a worker serves: 1-100 distinct names, in the order given."""
     if isinstance(names, str):
         names = [names]
+    elif not isinstance(names, Iterable):  # a bare number: a DS error, not a TypeError
+        raise InvalidArgument("queues must be a queue name or an iterable of them",
+                              got=type(names).__name__)
     out: list[str] = []
     for name in names:
         queue = identifier(name, "queue")

@@ -58,6 +58,8 @@ from durable_schedule.work.rows import runtime_block as _runtime_block
 from durable_schedule.work.safety import verdict as as_verdict
 
 _QUERIES = "work_queries.sql"
+#: The shortest claim lease the store can represent (intervals have microsecond resolution).
+MIN_LEASE_SECONDS = 1e-6
 #: ``_reconcile``'s answer when the reconciler was not invoked (its local budget ran out).
 _NOT_INVOKED = object()
 
@@ -133,9 +135,12 @@ def _validate(max_items: object, batch: object, owner: object, lease_seconds: ob
             or identifiers.problem(owner) is not None):  # the rule of store/identifiers.py
         raise InvalidLease("lease owner must be 1-200 characters, not blank, without control, "
                            "format or separator characters", owner=owner)
+    # At least a microsecond: the claim's make_interval rounds to whole microseconds, and a
+    # lease that rounds to zero was refused by the store only after the pass had started.
     if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, int | float) or not (
-            0 < lease_seconds <= 600):
-        raise InvalidLease("lease seconds must be > 0 and <= 600", lease_seconds=lease_seconds)
+            MIN_LEASE_SECONDS <= lease_seconds <= 600):
+        raise InvalidLease("lease seconds must be >= 0.000001 (a microsecond) and <= 600",
+                           lease_seconds=lease_seconds)
 
 
 def check_floor(cur) -> None:
