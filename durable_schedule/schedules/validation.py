@@ -19,9 +19,9 @@ from durable_schedule.errors import (
     NonPositiveDuration,
     UnknownWorkTarget,
 )
-from durable_schedule.evaluation.decision import MISFIRE_POLICIES, OVERLAP_POLICIES
 from durable_schedule.evaluation.cron.spec import Cron
 from durable_schedule.evaluation.cron.zones import require_portable
+from durable_schedule.evaluation.decision import MISFIRE_POLICIES, OVERLAP_POLICIES
 from durable_schedule.evaluation.timeline import ScheduleSpec, validate_spec
 from durable_schedule.store import identifiers
 from durable_schedule.work.registry import lookup
