@@ -13,7 +13,7 @@ from demo import tasks as demo
 
 from durable_schedule import work
 from durable_schedule.tasks.compat import TaskResultStatus
-from durable_schedule.tasks.results import TaskCanceled, TaskEnded, TaskExpired
+from durable_schedule.tasks.results import TaskCanceled, TaskEnded, TaskExpired, TaskSuspended
 from tests.tasks.conftest import SCOPE
 from tests.work.conftest import run_pass, work_row
 
@@ -59,3 +59,16 @@ def test_succeeded_and_retrying_results_get_no_end_entry(committed_clock):
     retrying = demo.always_fails.get_result(failing.id)
     assert retrying.status == TaskResultStatus.READY
     assert [e.exception_class_path for e in retrying.errors] == ["builtins.ValueError"]
+
+
+def test_suspended_before_any_attempt__errors_end_with_the_suspension(committed_clock):
+    from durable_schedule.work.enqueue import WorkRequest
+
+    # Task Work of a version no worker defines: the runtime suspends it (unknown_definition).
+    accepted = work.enqueue(SCOPE, WorkRequest("c", "k", "demo.tasks.add", "v999",
+                                               {"args": [1, 2], "kwargs": {}}, "idempotent"))
+    assert run_pass().suspended == 1
+    after = demo.add.get_result(str(accepted.work_id))
+    assert after.status == TaskResultStatus.FAILED and after.attempts == 0
+    assert after.errors[-1].exception_class is TaskSuspended
+    assert "reason=unknown_definition" in after.errors[-1].traceback
