@@ -19,6 +19,8 @@ from durable_schedule.errors import (
     NonPositiveDuration,
     UnknownWorkTarget,
 )
+from durable_schedule.evaluation.cron.spec import Cron
+from durable_schedule.evaluation.cron.zones import require_portable
 from durable_schedule.evaluation.decision import MISFIRE_POLICIES, OVERLAP_POLICIES
 from durable_schedule.evaluation.timeline import ScheduleSpec, validate_spec
 from durable_schedule.store import identifiers
@@ -138,8 +140,13 @@ def safety_window(value: Any) -> timedelta:
 
 
 def spec(value: Any) -> ScheduleSpec:
-    """At / After / Every with valid fields (DS101, DS102, DS103)."""
-    return validate_spec(value)
+    """A spec a caller gives for a new generation: valid fields (DS101, DS102, DS103) and, for
+    a Cron, a zone name every host reads alike (DS126). Stored specs are read through
+    ``validate_spec`` alone, so one that names a host-dependent zone stays evaluable."""
+    checked = validate_spec(value)
+    if isinstance(checked, Cron):
+        require_portable(checked.tz)
+    return checked
 
 
 def target(value: Any) -> dict[str, Any]:

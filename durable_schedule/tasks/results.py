@@ -16,6 +16,11 @@ suspended           FAILED       it will not run again without an operator (reco
                                  ``work.record_proof``/``work.resume`` it moves on
 ==================  ===========  ==========================================================
 
+A FAILED result always ends its ``errors`` with why it failed: for ``failed`` the last
+attempt's exception; for ``expired``, ``canceled`` and ``suspended`` -- which no attempt raised,
+and which may come before any attempt ran -- one more entry whose class is ``TaskExpired``,
+``TaskCanceled`` or ``TaskSuspended`` below and whose text is the terminal event's detail.
+
 ``worker_ids`` are the lease owners of the admitted attempts in order, so ``attempts`` (and
 ``TaskContext.attempt``) count admitted attempts -- the runtime's attempt number.
 """
@@ -66,6 +71,26 @@ STATUS_OF_STATE = {
 _OUTCOME_EVENTS = frozenset({"retry_scheduled", FAILED, EXPIRED, CANCELED, SUSPENDED})
 
 
+class TaskEnded(Exception):  # noqa: N818 - named for the end it reports, never raised
+    """Names, in ``TaskResult.errors``, an end no attempt raised. Never raised: Django's
+    ``TaskError.exception_class`` resolves to it so ``errors[-1]`` always says why."""
+
+
+class TaskExpired(TaskEnded):
+    """The deadline, attempt-plan circuit or max-elapsed window closed first."""
+
+
+class TaskCanceled(TaskEnded):
+    """An operator canceled the Work (``work.cancel``)."""
+
+
+class TaskSuspended(TaskEnded):
+    """The Work waits for an operator (reconcile said Unknown, or no worker defines it)."""
+
+
+_END_OF_STATE = {EXPIRED: TaskExpired, CANCELED: TaskCanceled, SUSPENDED: TaskSuspended}
+
+
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class DurableTaskContext(TaskContext):
     """Django's TaskContext, plus the Work runtime's context of this attempt (``work``: its
@@ -106,6 +131,9 @@ def build(task: Task, alias: str, info: WorkInfo, history: list[tuple],
     if not errors and info.last_error and info.state != SUCCEEDED:
         last = _task_error(info.last_error)
         errors = [last] if last is not None else []
+    ended = _end_error(info.state, history)
+    if ended is not None:
+        errors.append(ended)
     payload = info.payload or {}
     if routing is not None and (task.queue_name, task.priority) != routing:
         # The task as it was enqueued (``using(queue_name=..., priority=...)``).
@@ -130,6 +158,24 @@ def build(task: Task, alias: str, info: WorkInfo, history: list[tuple],
     if info.state == SUCCEEDED:
         object.__setattr__(result, "_return_value", info.result)
     return result
+
+
+def _end_error(state: str, history: list[tuple]) -> TaskError | None:
+    """The entry naming an expired/canceled/suspended end, from its latest event's detail."""
+    kind = _END_OF_STATE.get(state)
+    if kind is None:
+        return None
+    detail: Any = next((d for event, _a, _actor, d, _at in reversed(history) if event == state),
+                       None)
+    if isinstance(detail, str):
+        detail = codec.loads(detail)
+    facts = {k: v for k, v in (detail or {}).items()
+             if k in ("reason", "cause") and isinstance(v, str)}
+    said = ", ".join(f"{k}={v}" for k, v in sorted(facts.items()))
+    path = f"{kind.__module__}.{kind.__qualname__}"
+    return TaskError(exception_class_path=path,
+                     traceback=f"{path}: the Work is {state}" + (f" ({said})" if said else "")
+                     + "\n")
 
 
 def _task_error(error: Any) -> TaskError | None:

@@ -13,16 +13,39 @@ from __future__ import annotations
 
 from typing import Any
 
+from durable_schedule.errors import InvalidTaskOptions
 from durable_schedule.tasks import arguments
 from durable_schedule.tasks.compat import InvalidTask, Task
 from durable_schedule.tasks.definitions import definition_for
+from durable_schedule.work.enqueue import WorkRequest
 from durable_schedule.work.target import WorkTarget
+
+# What every occurrence's Work is accepted with (WorkRequest's defaults).
+DEFAULT_QUEUE = WorkRequest.__dataclass_fields__["queue"].default
+DEFAULT_PRIORITY = WorkRequest.__dataclass_fields__["priority"].default
 
 
 def target(task: Task, /, *args: Any, **kwargs: Any) -> WorkTarget:
     """The schedule target that runs ``task(*args, **kwargs)`` at every due instant."""
     if not isinstance(task, Task):
         raise InvalidTask(f"target() takes a task, not {type(task).__name__}")
+    if task.run_after is not None:
+        # run_after is one absolute instant; a schedule's target runs at every due instant, so
+        # there is no single meaning to honour (before it? after it? each run delayed?).
+        # Refused instead of silently dropped: the schedule's spec says when a run is due.
+        raise InvalidTaskOptions(f"task {task.module_path} has run_after set; a schedule "
+                                 "target runs at the schedule's due instants: drop "
+                                 ".using(run_after=...) and use the spec or start_at",
+                                 task=task.module_path)
+    if (task.queue_name, task.priority) != (DEFAULT_QUEUE, DEFAULT_PRIORITY):
+        # A schedule target carries no routing (work/target.py): every occurrence's Work is
+        # accepted on the default queue at priority 0. Refused rather than silently misrouted
+        # (a worker serving only the task's queue would never see it).
+        raise InvalidTaskOptions(f"task {task.module_path} is routed to queue "
+                                 f"{task.queue_name!r} priority {task.priority}; a schedule "
+                                 f"target runs on queue {DEFAULT_QUEUE!r} priority "
+                                 f"{DEFAULT_PRIORITY}: use a task without that routing",
+                                 task=task.module_path)
     backend = task.get_backend()
     if not hasattr(backend, "runnable_options"):
         raise InvalidTask(f"task {task.module_path} does not use the durable backend")

@@ -60,6 +60,28 @@ def override(name: str, path: str):
                 _overrides[name] = previous
 
 
+# Names whose meaning is the host's, not IANA's: "localtime" is whatever /etc/localtime points
+# at, "posixrules" is a build-time link (absent in recent tz databases) and the "posix/" and
+# "right/" trees are distribution copies ("right/" with leap seconds). Two hosts can read the
+# same name as different rules, so a new schedule may not name them (docs/schedules.md "Cron").
+_HOST_NAMES = frozenset({"localtime", "posixrules"})
+_HOST_TREES = ("posix/", "right/")
+
+
+def host_dependent(name: str) -> bool:
+    """True for a zone name whose rules depend on the host (refused for new schedules)."""
+    return name in _HOST_NAMES or name.startswith(_HOST_TREES)
+
+
+def require_portable(name: str) -> None:
+    """DS126 for a host-dependent zone name. Only acceptance calls this: a stored schedule
+    that already names such a zone keeps loading (history is never reinterpreted)."""
+    if host_dependent(name):
+        raise UnknownTimeZone(f"time zone {name!r} depends on the host; name the IANA zone "
+                              "itself (e.g. 'Europe/Berlin')", tz=name[:80],
+                              reason="host_dependent_zone")
+
+
 @lru_cache(maxsize=64)
 def _from_file(name: str, path: str, stamp: tuple[int, int]) -> zoneinfo.ZoneInfo:
     with open(path, "rb") as f:
