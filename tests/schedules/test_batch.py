@@ -303,6 +303,16 @@ def test_one_unevaluable_schedule_in_a_batch_of_many__is_quarantined_the_others_
             assert dispatch(name)[0:2] == (T0 + 2 * HOUR, None)
 
 
+def plant_work(work_id, command_id: str, idempotency_key: str) -> None:
+    """A Work row written by SQL behind the runtime's back, with facts no request of the
+    batch's target has (work name 'x', fingerprint digest 'other')."""
+    rows("insert into durable_work (scope_id, work_id, command_id, idempotency_key, work_name,"
+         " work_version, payload, provider_safety, fingerprint_schema, fingerprint_digest,"
+         " retry_policy, accepted_at, due_at, updated_at) values (%s, %s, %s, %s, 'x', 'v1',"
+         " '{}', 'idempotent', 'v1', 'other', '{}', now(), now(), now()) returning 1",
+         (SCOPE, work_id, command_id, idempotency_key))
+
+
 def test_one_conflicting_schedule_in_a_batch_of_many__fails_alone_the_others_progress(
         clock, target):
     # A Work already holds m07's derived command with other facts: accepting it is
@@ -310,11 +320,7 @@ def test_one_conflicting_schedule_in_a_batch_of_many__fails_alone_the_others_pro
     # fails alone (and is raised at the end of the pass), the 19 others commit.
     names = many(target)
     derived = derive_link(OccurrenceIdentity(SCOPE, "m07", 1, "nominal", T0 + HOUR))
-    rows("insert into durable_work (scope_id, work_id, command_id, idempotency_key, work_name,"
-         " work_version, payload, provider_safety, fingerprint_schema, fingerprint_digest,"
-         " retry_policy, accepted_at, due_at, updated_at) values (%s, %s, %s, %s, 'x', 'v1',"
-         " '{}', 'idempotent', 'v1', 'other', '{}', now(), now(), now()) returning 1",
-         (SCOPE, uuid.uuid4(), derived.command, derived.idempotency_key))
+    plant_work(uuid.uuid4(), derived.command, derived.idempotency_key)
     with pytest.raises(IdempotencyConflict) as err:
         run_pass(clock, T0 + HOUR)
     assert err.value.context["schedule_id"] == "m07"
@@ -337,11 +343,7 @@ def test_a_work_id_held_under_another_request_key__fails_that_schedule_alone(
     # another request), alone; the 19 others commit, nothing twice.
     names = many(target)
     derived = derive_link(OccurrenceIdentity(SCOPE, "m07", 1, "nominal", T0 + HOUR))
-    rows("insert into durable_work (scope_id, work_id, command_id, idempotency_key, work_name,"
-         " work_version, payload, provider_safety, fingerprint_schema, fingerprint_digest,"
-         " retry_policy, accepted_at, due_at, updated_at) values (%s, %s, 'other-command',"
-         " 'other-key', 'x', 'v1', '{}', 'idempotent', 'v1', 'other', '{}', now(), now(),"
-         " now()) returning 1", (SCOPE, derived.work_id))
+    plant_work(derived.work_id, "other-command", "other-key")
     with pytest.raises(IdempotencyConflict) as err:
         run_pass(clock, T0 + HOUR)
     assert "rolled back" in caplog.text
