@@ -165,3 +165,19 @@ def test_update__a_new_routing_is_a_new_generation_and_routes_the_next_work(cloc
     run_pass(clock, T0 + 2 * TEN)
     # The first Work keeps the routing it was accepted with (a fact of its acceptance).
     assert [r[:2] for r in work_routing()] == [("emails", 10), ("default", 1)]
+
+
+def test_queues_setting__a_queue_dropped_later_holds_the_schedule_until_it_is_listed_again(
+        clock, settings):
+    create("s", schedules.Every(TEN), routed_target("emails", 10))
+    before = rows("select cursor_utc from durable_schedule_definition")
+    settings.DURABLE_SCHEDULE = {**settings.DURABLE_SCHEDULE, "QUEUES": ["reports"]}
+    with pytest.raises(InvalidQueue) as caught:
+        run_pass(clock, T0 + TEN)
+    assert caught.value.code == "DS244"
+    # Nothing materialized, the cursor did not move: nothing of the occurrence is lost.
+    assert rows("select count(*) from durable_schedule_occurrence") == [(0,)]
+    assert rows("select cursor_utc from durable_schedule_definition") == before
+    settings.DURABLE_SCHEDULE = {**settings.DURABLE_SCHEDULE, "QUEUES": ["reports", "emails"]}
+    assert run_pass(clock, T0 + TEN + MINUTE).materialized == 1
+    assert work_routing() == [("emails", 10, "emails", 10)]
