@@ -42,6 +42,8 @@ _KEYS = ("schema", "work_name", "work_version", "payload", "provider_safety", "p
          "deadline_after_us")
 #: Optional keys, present only for a non-default routing (see the module docstring).
 _ROUTING_KEYS = ("queue", "priority")
+_REQUIRED = frozenset(_KEYS)
+_ALLOWED = frozenset(_KEYS + _ROUTING_KEYS)
 DEFAULT_QUEUE, DEFAULT_PRIORITY = "default", 0
 
 
@@ -116,7 +118,8 @@ class WorkTarget:
         """Inverse of :meth:`to_json`; unknown, missing or invalid fields raise a typed error.
         A target stored without routing keys (every target before they existed) reads as the
         default queue at priority 0."""
-        if not isinstance(d, dict) or not set(_KEYS) <= set(d) <= set(_KEYS + _ROUTING_KEYS):
+        if not isinstance(d, dict) or (d.keys() != _REQUIRED
+                                       and not _REQUIRED <= d.keys() <= _ALLOWED):
             raise InvalidArgument(f"a Work target is an object with the keys {_KEYS} and "
                                   f"optionally {_ROUTING_KEYS}",
                                   got=d if not isinstance(d, dict) else sorted(d))
