@@ -155,6 +155,15 @@ def test_trigger__a_run_now_is_routed_like_the_schedules_own_occurrences(clock):
     assert work_routing() == [("emails", -20, "emails", -20)]
 
 
+def test_backfill__back_filled_work_is_routed_like_the_schedules_own_occurrences(clock):
+    create("s", schedules.Every(TEN, anchor=T0 - 2 * TEN), routed_target("emails", 30),
+           overlap="allow_all")
+    clock.set(T0 + MINUTE)
+    done = schedules.backfill(SCOPE, "s", T0 - 2 * TEN, T0 - TEN, "bf-1")
+    assert len(done.ran) == 2
+    assert work_routing() == [("emails", 30, "emails", 30)] * 2
+
+
 def test_update__a_new_routing_is_a_new_generation_and_routes_the_next_work(clock):
     create("s", schedules.Every(TEN), routed_target("emails", 10))
     run_pass(clock, T0 + TEN)
