@@ -123,6 +123,10 @@ class _Template:
                 codec.canonical_json(plan.to_json())),
             "execution_deadline": probe.deadline,
             "due_at": probe.due_at,
+            # Routing facts (the target's queue and priority); the dispatch row's copy of them
+            # is the routing trigger's, as for every accepted Work.
+            "queue_name": probe.queue,
+            "priority": probe.priority,
         }
 
 

@@ -24,6 +24,7 @@ from durable_schedule.evaluation.cron.zones import require_portable
 from durable_schedule.evaluation.decision import MISFIRE_POLICIES, OVERLAP_POLICIES
 from durable_schedule.evaluation.timeline import ScheduleSpec, validate_spec
 from durable_schedule.store import identifiers
+from durable_schedule.work.queues import validate_queue
 from durable_schedule.work.registry import lookup
 from durable_schedule.work.target import WorkTarget
 
@@ -162,4 +163,7 @@ def target(value: Any) -> dict[str, Any]:
     if lookup(value.work_name, value.work_version) is None:
         raise UnknownWorkTarget("the target's Work is not registered",
                                 work_name=value.work_name, work_version=value.work_version)
+    # A target built as WorkTarget(...) directly skipped definition.target's check: the same
+    # rule as enqueue's (DS244), so no generation stores a queue enqueue would refuse.
+    validate_queue(value.queue)
     return value.to_json()

@@ -4,9 +4,9 @@
                      tasks.target(send_report, "weekly", recipients=["ops"]))
 
 The target is the same immutable snapshot any Work target is (name, version, payload, policy,
-deadline), so each due instant becomes exactly one task run, with the schedule protocol's
-guarantees; its result is readable with ``task.get_result(id)`` for the Work id the occurrence
-links to.
+deadline, and the task's ``queue_name`` and ``priority``), so each due instant becomes exactly
+one task run, with the schedule protocol's guarantees, on the task's queue at its priority; its
+result is readable with ``task.get_result(id)`` for the Work id the occurrence links to.
 """
 
 from __future__ import annotations
@@ -17,12 +17,7 @@ from durable_schedule.errors import InvalidTaskOptions
 from durable_schedule.tasks import arguments
 from durable_schedule.tasks.compat import InvalidTask, Task
 from durable_schedule.tasks.definitions import definition_for
-from durable_schedule.work.enqueue import WorkRequest
 from durable_schedule.work.target import WorkTarget
-
-# What every occurrence's Work is accepted with (WorkRequest's defaults).
-DEFAULT_QUEUE = WorkRequest.__dataclass_fields__["queue"].default
-DEFAULT_PRIORITY = WorkRequest.__dataclass_fields__["priority"].default
 
 
 def target(task: Task, /, *args: Any, **kwargs: Any) -> WorkTarget:
@@ -37,19 +32,13 @@ def target(task: Task, /, *args: Any, **kwargs: Any) -> WorkTarget:
                                  "target runs at the schedule's due instants: drop "
                                  ".using(run_after=...) and use the spec or start_at",
                                  task=task.module_path)
-    if (task.queue_name, task.priority) != (DEFAULT_QUEUE, DEFAULT_PRIORITY):
-        # A schedule target carries no routing (work/target.py): every occurrence's Work is
-        # accepted on the default queue at priority 0. Refused rather than silently misrouted
-        # (a worker serving only the task's queue would never see it).
-        raise InvalidTaskOptions(f"task {task.module_path} is routed to queue "
-                                 f"{task.queue_name!r} priority {task.priority}; a schedule "
-                                 f"target runs on queue {DEFAULT_QUEUE!r} priority "
-                                 f"{DEFAULT_PRIORITY}: use a task without that routing",
-                                 task=task.module_path)
     backend = task.get_backend()
     if not hasattr(backend, "runnable_options"):
         raise InvalidTask(f"task {task.module_path} does not use the durable backend")
     resolved = backend.runnable_options(task)
     definition = definition_for(task, resolved)
+    # The task's routing, as enqueue() uses it: every occurrence's Work runs on the task's
+    # queue at its priority (``task.using(queue_name=..., priority=...)`` overrides both).
     return definition.target(payload=arguments.to_json(args, kwargs),
-                             deadline_after=resolved.deadline_after)
+                             deadline_after=resolved.deadline_after,
+                             queue=task.queue_name, priority=task.priority)

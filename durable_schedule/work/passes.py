@@ -80,6 +80,15 @@ def validate_stop(stop: object) -> None:
                               got=type(stop).__name__)
 
 
+def validate_heartbeat(heartbeat: object) -> bool:
+    """``heartbeat`` is a bool: any other value (``"no"``, 0, None) would be read as its
+    truthiness, and ``"no"`` would mean yes."""
+    if type(heartbeat) is not bool:
+        raise InvalidArgument("heartbeat must be True or False",
+                              got=f"{type(heartbeat).__name__} {heartbeat!r}"[:200])
+    return heartbeat
+
+
 def validate_using(using: object) -> str:
     """A database alias of ``DATABASES``: Django's ConnectionDoesNotExist was no DS error."""
     if not isinstance(using, str) or using not in connections.settings:
@@ -114,23 +123,66 @@ def process_work_pass(*, max_items: int = 100, lease_owner: str | None = None,
     ``concurrency`` executors run at once (threads; ``async def`` executors on one event loop).
     ``queues`` names the queues this pass serves (None: every queue); the claim takes the
     highest priority first, then the oldest due (docs/work.md "Queues and priorities").
+    ``heartbeat`` (a bool) renews leases from a thread while executors run.
     ``stop()`` returning true ends the pass early.
     """
+    tally: Counter = Counter()
+    _run_pass(tally, max_items=max_items, lease_owner=lease_owner, lease_seconds=lease_seconds,
+              batch=batch, heartbeat=heartbeat, stop=stop, using=using, concurrency=concurrency,
+              queues=queues, wait_budget=wait_budget)
+    return _counts(tally)
+
+
+def process_work_once(*, max_items: int = 100, **options) -> WorkPassCounts:
+    """``process_work_pass`` under the runner's bounded transient retry (``process_work``
+    without ``--loop``), with ``max_items`` a bound on the whole run: a pass that failed after
+    claiming some rows leaves the retry only what is left (the rows it claimed were processed,
+    or are held by their leases until these expire, like any claimed row). The counts are those
+    of every attempt together."""
+    validate_pass_arguments(max_items, options.get("batch", DEFAULT_MAX_BATCH),
+                            options.get("lease_owner"), options.get("lease_seconds"))
+    spent: Counter = Counter()
+
+    @instrumented_pass("work")
+    def attempt() -> WorkPassCounts:
+        tally: Counter = Counter()
+        try:
+            left = max_items - spent["claimed"]
+            if left > 0:
+                _run_pass(tally, max_items=left, **options)
+        finally:
+            # Counted even when the attempt raised: what it claimed is spent.
+            spent.update(tally)
+        return _counts(tally)
+
+    run_with_retry("work.pass", attempt)
+    return _counts(spent)
+
+
+def _counts(tally: Counter) -> WorkPassCounts:
+    return WorkPassCounts(**{k: tally[k] for k in WorkPassCounts.__dataclass_fields__})
+
+
+def _run_pass(tally: Counter, *, max_items: int = 100, lease_owner: str | None = None,
+              lease_seconds: float | None = None, batch: int = DEFAULT_MAX_BATCH,
+              heartbeat: bool = True, stop=None, using: str | None = None,
+              concurrency: int = 1, queues: Iterable[str] | None = None,
+              wait_budget: float = WAIT_BUDGET_SECONDS) -> None:
+    """The pass itself, counting into ``tally`` as it goes (validated before any row moves)."""
     owner, seconds = validate_pass_arguments(max_items, batch, lease_owner, lease_seconds)
     validate_concurrency(concurrency)
     budget = validate_wait_budget(wait_budget)
     validate_stop(stop)
-    opts = Options(owner, heartbeat, validate_using(using or conf.database_alias()),
+    opts = Options(owner, validate_heartbeat(heartbeat),
+                   validate_using(using or conf.database_alias()),
                    None if queues is None else validate_queues(queues))
     sizer = sizer_for(opts.using, opts.queues, budget)
-    tally: Counter = Counter()
     if concurrency == 1:
         _run_sequential(opts, seconds, max_items, batch, stop, tally, sizer)
     else:
         from durable_schedule.work.concurrency import run_concurrent
 
         run_concurrent(opts, seconds, max_items, batch, stop, tally, concurrency, sizer)
-    return WorkPassCounts(**{k: tally[k] for k in WorkPassCounts.__dataclass_fields__})
 
 
 def stopping(stop) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from durable_schedule import conf
 from durable_schedule.errors import InvalidArgument, InvalidQueue
-from durable_schedule.work.enqueue import identifier, repeated_identifier
+from durable_schedule.work.enqueue import repeated_identifier
 
 DEFAULT_QUEUE = "default"
 MIN_PRIORITY, MAX_PRIORITY = -100, 100
@@ -22,8 +22,8 @@ MAX_QUEUES = 100
 
 def validate_queue(name: object) -> str:
     """A queue name (the identifier rule), and one of ``DURABLE_SCHEDULE['QUEUES']`` when that
-    setting lists them (DS244 otherwise). The default queue is always allowed: Work made by
-    schedules runs there."""
+    setting lists them (DS244 otherwise). The default queue is always allowed: it is every
+    request's and every schedule target's queue unless they name another."""
     queue = repeated_identifier(name, "queue")
     allowed = conf.queues()
     if allowed is not None and queue not in allowed and queue != DEFAULT_QUEUE:
@@ -42,7 +42,9 @@ def validate_priority(value: object) -> int:
 
 
 def validate_queues(names: Iterable[str]) -> tuple[str, ...]:
-    """The queues a worker serves: 1-100 distinct names, in the order given."""
+    """The queues a worker serves: 1-100 distinct names, in the order given, each one enqueue
+    accepts (:func:`validate_queue`: when ``DURABLE_SCHEDULE['QUEUES']`` lists queues, a worker
+    naming another one would wait for Work that can never be accepted -- DS244)."""
     if isinstance(names, str):
         names = [names]
     elif not isinstance(names, Iterable):  # a bare number: a DS error, not a TypeError
@@ -50,7 +52,7 @@ def validate_queues(names: Iterable[str]) -> tuple[str, ...]:
                               got=type(names).__name__)
     out: list[str] = []
     for name in names:
-        queue = identifier(name, "queue")
+        queue = validate_queue(name)
         if queue not in out:
             out.append(queue)
     if not 1 <= len(out) <= MAX_QUEUES:

@@ -28,6 +28,7 @@ from durable_schedule.errors import DuplicateWorkDefinition, InvalidArgument
 from durable_schedule.evaluation.policy import ExecutionPolicy
 from durable_schedule.work import codec as codecs
 from durable_schedule.work.enqueue import AcceptedWork, WorkRequest, enqueue, identifier
+from durable_schedule.work.queues import validate_queue
 from durable_schedule.work.safety import ProviderSafety, provider_safety
 from durable_schedule.work.target import WorkTarget, deadline_after_us
 
@@ -137,8 +138,11 @@ class WorkDefinition:
         # arguments to the signature (the same rule; docs/benchmarks.md "Acceptance, fourth look")
         return enqueue(scope=scope, request=req, using=using)
 
-    def target(self, *, payload: Any, deadline_after: timedelta | int | None = None) -> WorkTarget:
-        """An immutable target snapshot for a Schedule (see :mod:`.target`)."""
+    def target(self, *, payload: Any, deadline_after: timedelta | int | None = None,
+               queue: str = "default", priority: int = 0) -> WorkTarget:
+        """An immutable target snapshot for a Schedule (see :mod:`.target`). ``queue`` and
+        ``priority`` route every occurrence's Work, with enqueue's rules (DS115, DS244,
+        DS406)."""
         return WorkTarget(
             work_name=self.name,
             work_version=self.version,
@@ -146,6 +150,8 @@ class WorkDefinition:
             provider_safety=self.safety.value,
             policy_json=None if self.policy is None else self.policy.to_json(),
             deadline_after_us=deadline_after_us(deadline_after),
+            queue=validate_queue(queue),
+            priority=priority,
         )
 
 

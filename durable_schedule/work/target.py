@@ -1,14 +1,21 @@
 """Immutable Work target snapshots: what a Schedule generation stores (issue 3, "Bridge contract").
 
-``definition.target(payload=..., deadline_after=...)`` returns a :class:`WorkTarget`: the work
-name and version, the *encoded* payload, the provider safety and the execution policy as JSON,
-and an optional deadline relative to a base instant the Schedule processor chooses. A generation
+``definition.target(payload=..., deadline_after=..., queue=..., priority=...)`` returns a
+:class:`WorkTarget`: the work name and version, the *encoded* payload, the provider safety and
+the execution policy as JSON, an optional deadline relative to a base instant the Schedule
+processor chooses, and the routing (queue and priority) every occurrence's Work is accepted
+with (docs/work.md "Queues and priorities"). A generation
 stores ``target.to_json()``; the processor later rebuilds it with ``WorkTarget.from_json(...)``
 and turns it into a :class:`~durable_schedule.work.enqueue.WorkRequest` with ``to_request``.
 
 The snapshot never changes with later configuration: docs/protocol/work.md "These are immutable
 request facts: configuration changes affect future Work only". Its payload is a detached canonical
 copy, so mutating the dict a caller passed in changes nothing, and ``to_json`` returns fresh copies.
+
+The routing keys are written only when they differ from the default (queue ``"default"``,
+priority 0): a target without routing stores exactly the JSON it stored before routing existed,
+so the fingerprints of existing generations and "an unchanged declaration makes no generation"
+hold, and a stored target without the keys reads as the default routing.
 """
 
 from __future__ import annotations
@@ -26,12 +33,18 @@ from durable_schedule.evaluation.policy import (
     checked_add,
 )
 from durable_schedule.work import codec
-from durable_schedule.work.enqueue import WorkRequest, identifier
+from durable_schedule.work.enqueue import WorkRequest, identifier, repeated_identifier
+from durable_schedule.work.queues import validate_priority
 from durable_schedule.work.safety import provider_safety
 
 SCHEMA = "durable_schedule.work.target.v1"
 _KEYS = ("schema", "work_name", "work_version", "payload", "provider_safety", "policy",
          "deadline_after_us")
+#: Optional keys, present only for a non-default routing (see the module docstring).
+_ROUTING_KEYS = ("queue", "priority")
+_REQUIRED = frozenset(_KEYS)
+_ALLOWED = frozenset(_KEYS + _ROUTING_KEYS)
+DEFAULT_QUEUE, DEFAULT_PRIORITY = "default", 0
 
 
 @dataclass(frozen=True)
@@ -44,10 +57,19 @@ class WorkTarget:
     provider_safety: str
     policy_json: dict | None
     deadline_after_us: int | None = None
+    #: Routing of every occurrence's Work (the same facts as ``WorkRequest.queue/priority``).
+    queue: str = DEFAULT_QUEUE
+    priority: int = DEFAULT_PRIORITY
 
     def __post_init__(self) -> None:
         identifier(self.work_name, "work_name")
         identifier(self.work_version, "work_version")
+        # The identifier rule and the priority range here (DS115, DS201), so a stored target
+        # always reads back; whether the queue is one of DURABLE_SCHEDULE['QUEUES'] (DS244) is
+        # checked where a target is made or given to a schedule (definition.target,
+        # schedules.validation.target), like enqueue checks it for a new request.
+        repeated_identifier(self.queue, "queue")
+        validate_priority(self.priority)
         set_ = object.__setattr__
         set_(self, "payload", codec.json_value(self.payload, "payload"))
         set_(self, "provider_safety", provider_safety(self.provider_safety).value)
@@ -74,8 +96,9 @@ class WorkTarget:
             microseconds=self.deadline_after_us)
 
     def to_json(self) -> dict:
-        """The stored form (plain JSON types; a fresh copy on every call)."""
-        return codec.json_value({
+        """The stored form (plain JSON types; a fresh copy on every call). The routing keys
+        only when not the default (see the module docstring)."""
+        stored = {
             "schema": SCHEMA,
             "work_name": self.work_name,
             "work_version": self.work_version,
@@ -83,18 +106,28 @@ class WorkTarget:
             "provider_safety": self.provider_safety,
             "policy": self.policy_json,
             "deadline_after_us": self.deadline_after_us,
-        }, "target")
+        }
+        if self.queue != DEFAULT_QUEUE:
+            stored["queue"] = self.queue
+        if self.priority != DEFAULT_PRIORITY:
+            stored["priority"] = self.priority
+        return codec.json_value(stored, "target")
 
     @classmethod
     def from_json(cls, d: Any) -> WorkTarget:
-        """Inverse of :meth:`to_json`; unknown, missing or invalid fields raise a typed error."""
-        if not isinstance(d, dict) or set(d) != set(_KEYS):
-            raise InvalidArgument(f"a Work target is an object with exactly the keys {_KEYS}",
+        """Inverse of :meth:`to_json`; unknown, missing or invalid fields raise a typed error.
+        A target stored without routing keys (every target before they existed) reads as the
+        default queue at priority 0."""
+        if not isinstance(d, dict) or (d.keys() != _REQUIRED
+                                       and not _REQUIRED <= d.keys() <= _ALLOWED):
+            raise InvalidArgument(f"a Work target is an object with the keys {_KEYS} and "
+                                  f"optionally {_ROUTING_KEYS}",
                                   got=d if not isinstance(d, dict) else sorted(d))
         if d["schema"] != SCHEMA:
             raise InvalidArgument("unknown Work target schema", schema=d["schema"])
         return cls(d["work_name"], d["work_version"], d["payload"], d["provider_safety"],
-                   d["policy"], d["deadline_after_us"])
+                   d["policy"], d["deadline_after_us"], d.get("queue", DEFAULT_QUEUE),
+                   d.get("priority", DEFAULT_PRIORITY))
 
     def to_request(
         self,
@@ -125,6 +158,8 @@ class WorkTarget:
             deadline=deadline,
             due_at=due_at,
             work_id=work_id,
+            queue=self.queue,
+            priority=self.priority,
         )
 
 

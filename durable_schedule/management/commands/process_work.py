@@ -23,7 +23,7 @@ from durable_schedule.errors import DurableError
 from durable_schedule.observability.logs import print_stop_summary
 from durable_schedule.runner.cli import add_runner_arguments, positive_int
 from durable_schedule.runner.pooler import check_prepared_statements
-from durable_schedule.runner.retry import run_with_retry
+from durable_schedule.work import passes as work_passes
 from durable_schedule.work.passes import validate_concurrency, validate_pass_arguments
 from durable_schedule.work.queues import validate_queues
 from durable_schedule.work.sizing import (
@@ -41,7 +41,8 @@ class Command(BaseCommand):
             "claim lease, 1-600 s (default DURABLE_SCHEDULE['LEASE_SECONDS']);"
             " an admitted attempt holds its policy's lease"))
         parser.add_argument("--max-items", type=positive_int, default=100,
-                            help="claimed Work rows per pass at most (default 100)")
+                            help="claimed Work rows per pass at most (default 100); without "
+                                 "--loop a bound on the whole run, transient retries included")
         parser.add_argument("--batch", type=positive_int, default=DEFAULT_MAX_BATCH,
                             help="the largest claim: rows claimed and admitted per transaction, "
                                  "their outcomes group-committed; each claim is sized from "
@@ -76,18 +77,19 @@ class Command(BaseCommand):
             raise CommandError(f"process_work: {exc}") from exc
         work.autodiscover()
 
+        pass_options = {
+            "max_items": options["max_items"],
+            "batch": options["batch"],
+            "lease_owner": options["lease_owner"],
+            "lease_seconds": options["lease_seconds"],
+            "heartbeat": not options["no_heartbeat"],
+            "concurrency": concurrency,
+            "queues": queues,
+            "wait_budget": wait_budget,
+        }
+
         def one_pass(stop=None):
-            return work.process_work_pass(
-                max_items=options["max_items"],
-                batch=options["batch"],
-                lease_owner=options["lease_owner"],
-                lease_seconds=options["lease_seconds"],
-                heartbeat=not options["no_heartbeat"],
-                stop=stop,
-                concurrency=concurrency,
-                queues=queues,
-                wait_budget=wait_budget,
-            )
+            return work.process_work_pass(stop=stop, **pass_options)
 
         try:
             check_prepared_statements()  # a pooler that drops them: one clear DS415 up front
@@ -99,8 +101,9 @@ class Command(BaseCommand):
                 print_stop_summary(self.stdout, "work", stats, options["verbosity"])
                 return
             # The same bounded transient retry as process_schedules (docs/protocol/runner.md): a cut
-            # connection or a serialization failure rolls the phase back and tries again.
-            counts = run_with_retry("work.pass", one_pass)
+            # connection or a serialization failure rolls the phase back and tries again, for
+            # what is left of --max-items (a bound on the whole run, retries included).
+            counts = work_passes.process_work_once(**pass_options)
         except (DurableError, DatabaseError) as exc:
             raise CommandError(f"process_work failed: {exc}") from exc
         if options["verbosity"] >= 1:

@@ -119,8 +119,8 @@ SELECT c.schedule_id,
 -- clause pre-checks its arbiter indexes and takes a speculative-insertion lock per row, which
 -- the raw shape of the same writes does not pay (docs/benchmarks.md "Batched schedule passes,
 -- fifth round").
--- What the Work rows of one target share (validated request, fingerprint, policies: the
--- processor's template) travels once per target in "templates"; each row names its template
+-- What the Work rows of one target share (validated request, fingerprint, policies, queue and
+-- priority: the processor's template) travels once per target in "templates"; each row names its template
 -- by "t" and carries only its identity, so the parameter is ~0.35 kB per schedule, not ~1.2.
 -- The accepted history detail is the one accept_in_scope writes (work/enqueue.py): the
 -- request's identity, name, version and fingerprint schema, and the source occurrence.
@@ -135,11 +135,11 @@ WITH guard AS (
            AS t(t integer, work_name text, work_version text, payload jsonb,
                 provider_safety text, fingerprint_schema text, fingerprint_digest text,
                 retry_policy jsonb, attempt_plan jsonb, execution_deadline timestamptz,
-                due_at timestamptz)
+                due_at timestamptz, queue_name text, priority smallint)
 ), req AS (
     SELECT r.*, t.work_name, t.work_version, t.payload, t.provider_safety,
            t.fingerprint_schema, t.fingerprint_digest, t.retry_policy, t.attempt_plan,
-           t.execution_deadline, t.due_at
+           t.execution_deadline, t.due_at, t.queue_name, t.priority
       FROM jsonb_to_recordset(%(rows)s::jsonb)
            AS r(n integer, t integer, schedule_id text, generation integer, kind text,
                 first timestamptz, last timestamptz, work_id uuid, command_id text,
@@ -160,12 +160,12 @@ WITH guard AS (
                               work_version, payload, provider_safety, fingerprint_schema,
                               fingerprint_digest, retry_policy, attempt_plan, execution_deadline,
                               accepted_at, due_at, accepted_due_at, source_occurrence_id,
-                              updated_at)
+                              updated_at, queue_name, priority)
     SELECT %(scope_id)s, r.work_id, r.command_id, r.idempotency_key, r.work_name,
            r.work_version, r.payload, r.provider_safety, r.fingerprint_schema,
            r.fingerprint_digest, r.retry_policy, r.attempt_plan,
            r.execution_deadline, clock.now, coalesce(r.due_at, clock.now),
-           coalesce(r.due_at, clock.now), occ.id, clock.now
+           coalesce(r.due_at, clock.now), occ.id, clock.now, r.queue_name, r.priority
       FROM occ JOIN req r ON r.schedule_id = occ.schedule_id, clock
      ORDER BY r.n
     RETURNING id, scope_id, work_id, due_at, accepted_at, state, source_occurrence_id
