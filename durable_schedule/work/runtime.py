@@ -47,7 +47,7 @@ from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 from durable_schedule.work import aio, clock, codec
 from durable_schedule.work.decisions import Invoke, Reconcile, decide, error_detail
 from durable_schedule.work.executor import OverBudget, WorkContext, run_guarded, start_async
-from durable_schedule.work.failures import log_failure
+from durable_schedule.work.failures import log_failure, safe_text
 from durable_schedule.work.outcome import (
     AttemptOutcome,
     record_attempt_outcome,
@@ -360,6 +360,7 @@ def _reconcile(action: Reconcile, opts: Options, origin: float):
     found = as_verdict(value)
     if found is None:
         return None, error_detail(code="invalid_verdict", permit_no=action.permit_no,
-                                  message=f"the reconciler returned {value!r}, not Applied / "
+                                  message=f"the reconciler returned "
+                                          f"{safe_text(value, as_repr=True)}, not Applied / "
                                           "NotApplied / Unknown")
     return found, None
