@@ -46,6 +46,17 @@ class Gate:
             self._semaphore = asyncio.Semaphore(self.size)
         return self._semaphore
 
+class EscapedCancel(Exception):  # noqa: N818 - it carries a cancellation, it is not an error
+    """Carries an async executor's *own* ``CancelledError`` (an ``await`` of something another
+    task cancelled) out of the loop as the attempt's failure: raised as is, it would cancel the
+    loop's future instead, and the pipeline would read that as the worker's own failure.
+    ``raised`` is the executor's exception, which the runtime records."""
+
+    def __init__(self, raised: asyncio.CancelledError) -> None:
+        super().__init__("the async executor raised CancelledError (not the runtime's cancel)")
+        self.raised = raised
+
+
 #: Longest wait between two looks at ``ctx.cancelled`` (a lost lease) while a task runs.
 POLL_SECONDS = 0.25
 
@@ -101,7 +112,10 @@ async def _run(fn: Callable[..., Any], ctx, payload: Any) -> Any:
                     work_id=str(ctx.work_id), attempt=ctx.attempt) from None
         done, _ = await asyncio.wait({task}, timeout=min(remaining, POLL_SECONDS))
         if done:
-            return task.result()
+            try:
+                return task.result()
+            except asyncio.CancelledError as exc:  # the runtime did not cancel it (above)
+                raise EscapedCancel(exc) from exc
 
 
 def submit(fn: Callable[..., Any], ctx, payload: Any,

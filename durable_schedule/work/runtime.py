@@ -21,6 +21,7 @@ commit are in :mod:`.pipeline`, the executor pool in :mod:`.concurrency`. An ite
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import os
 import socket
@@ -334,10 +335,22 @@ def _succeeded(action: Invoke, ctx: WorkContext, result: Any) -> AttemptOutcome:
     return AttemptOutcome("succeeded", result_json=result_json)
 
 
+#: Control-flow signals that escaped an executor's (or reconciler's) own code: a generator
+#: close or a cancelled ``await`` leaking out is that attempt's failure. Other BaseExceptions
+#: (KeyboardInterrupt, SystemExit) stop the worker: not an executor's failure.
+_ESCAPED_SIGNALS = (GeneratorExit, asyncio.CancelledError)
+
+
+def _raised(exc: BaseException) -> BaseException:
+    """The exception the executor raised (an async one's own CancelledError comes wrapped)."""
+    return exc.raised if isinstance(exc, aio.EscapedCancel) else exc
+
+
 def _failed(action: Invoke, ctx: WorkContext, exc: BaseException) -> AttemptOutcome:
     if isinstance(exc, OverBudget):
         return AttemptOutcome("not_invoked")
-    if not isinstance(exc, Exception):
+    exc = _raised(exc)
+    if not isinstance(exc, (Exception, *_ESCAPED_SIGNALS)):
         raise exc  # KeyboardInterrupt, SystemExit: not an executor's failure
     # Any executor error is a failed attempt; the retry policy decides.
     log_failure("executor", ctx, exc)
@@ -354,7 +367,8 @@ def _reconcile(action: Reconcile, opts: Options, origin: float):
                             cadence_seconds=cadence, using=opts.using)
     except OverBudget:
         return _NOT_INVOKED, None
-    except Exception as exc:  # a reconciler that cannot answer is Unknown (suspends)
+    except (Exception, *_ESCAPED_SIGNALS) as exc:  # a reconciler that cannot answer is
+        exc = _raised(exc)  # Unknown (suspends)
         log_failure("reconciler", ctx, exc)
         return None, error_detail(exc, permit_no=action.permit_no)
     found = as_verdict(value)
