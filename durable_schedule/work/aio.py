@@ -20,12 +20,21 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import os
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from durable_schedule.errors import AttemptCancelled
+
+
+def is_async(fn: Callable[..., Any]) -> bool:
+    """``fn`` is an ``async def`` function, or a callable object whose ``__call__`` is one (an
+    executor class): either returns a coroutine the loop must await. A sync call of such an
+    object would return the coroutine unawaited and fail the attempt without running it."""
+    call = None if inspect.isroutine(fn) else inspect.getattr_static(type(fn), "__call__", None)
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
 
 
 class OverBudget(Exception):

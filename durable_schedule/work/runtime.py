@@ -22,7 +22,6 @@ commit are in :mod:`.pipeline`, the executor pool in :mod:`.concurrency`. An ite
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import socket
 from collections import Counter
@@ -294,7 +293,7 @@ def invoke(action: Invoke, opts: Options, origin: float) -> AttemptOutcome:
 
 
 def is_async(action: Invoke) -> bool:
-    return inspect.iscoroutinefunction(action.definition.executor_fn)
+    return aio.is_async(action.definition.executor_fn)
 
 
 def invoke_async(action: Invoke, opts: Options, origin: float,

@@ -98,3 +98,27 @@ def test_reconciler__a_generator_exit_is_unknown_and_suspends(clock, define):
     state, reason, last_error = work_row(work_id, "state", "suspension_reason", "last_error")
     assert (state, reason) == ("suspended", "reconciliation_unknown")
     assert codec.loads(last_error)["class"] == "builtins.GeneratorExit"
+
+
+class AsyncExecutor:
+    """An executor class whose ``__call__`` is ``async def`` (inherited, as in a base class)."""
+
+    async def __call__(self, ctx, payload):
+        await asyncio.sleep(0)
+        return {"attempt": ctx.attempt}
+
+
+class ChildExecutor(AsyncExecutor):
+    pass
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_async_executor_object__is_awaited_on_the_loop(clock, define, concurrency):
+    # Before: called as a sync function, its coroutine was returned unawaited (never run) and
+    # every attempt failed with "a value JSON cannot hold" (type coroutine).
+    d = define("t.async_object")
+    d.executor(ChildExecutor())
+    work_id = _accept(d)
+    counts = run_pass(concurrency=concurrency)
+    assert (counts.admitted, counts.succeeded) == (1, 1)
+    assert codec.loads(work_row(work_id, "result")[0]) == {"attempt": 1}
