@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from durable_schedule.errors import AttemptCancelled
+from durable_schedule.work.broken_connections import drop_broken_sync_connections
 
 
 def is_async(fn: Callable[..., Any]) -> bool:
@@ -98,10 +99,17 @@ def _the_loop() -> asyncio.AbstractEventLoop:
 
 
 async def _supervise(fn: Callable[..., Any], ctx, payload: Any, gate: Gate | None) -> Any:
-    if gate is None:
-        return await _run(fn, ctx, payload)
-    async with gate.semaphore():
-        return await _run(fn, ctx, payload)
+    try:
+        if gate is None:
+            return await _run(fn, ctx, payload)
+        async with gate.semaphore():
+            return await _run(fn, ctx, payload)
+    except OverBudget:
+        raise
+    except Exception:
+        # A dead connection shows as the executor's error: only this attempt fails on it.
+        await drop_broken_sync_connections()
+        raise
 
 
 async def _run(fn: Callable[..., Any], ctx, payload: Any) -> Any:

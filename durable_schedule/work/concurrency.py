@@ -38,6 +38,7 @@ from durable_schedule.barriers import (
     barrier,
 )
 from durable_schedule.work import aio, clock
+from durable_schedule.work.broken_connections import drop_broken_connections
 from durable_schedule.work.outcome import AttemptOutcome
 from durable_schedule.work.passes import (
     commit_outcomes,
@@ -86,26 +87,6 @@ class _Pool:
             self.jobs.put(None)
         for thread in self.threads:
             thread.join()
-
-
-def drop_broken_connections() -> None:
-    """Close this thread's connections that an error left unusable, so the next use reconnects.
-
-    Django does this at every request's boundary (``close_old_connections``); a pool thread
-    serves no requests, so after a failover or a terminated backend its connection stayed dead
-    and every later attempt on that slot that used the database failed, for the life of the
-    process. Called after a failed attempt (a dead connection shows as the executor's error):
-    the success path pays nothing, only a connection that saw an error pays for the
-    ``is_usable()`` round trip, and ``CONN_MAX_AGE`` is not applied here: the slot keeps its
-    healthy connection across passes.
-    """
-    for conn in connections.all(initialized_only=True):
-        if conn.connection is None or not conn.errors_occurred or conn.in_atomic_block:
-            continue
-        if conn.is_usable():
-            conn.errors_occurred = False
-        else:
-            conn.close()
 
 
 _pool: _Pool | None = None

@@ -9,7 +9,8 @@ from __future__ import annotations
 import threading
 
 import pytest
-from django.db import connection
+from asgiref.sync import SyncToAsync, sync_to_async
+from django.db import connection, connections
 
 from durable_schedule.work import codec
 from durable_schedule.work.concurrency import _the_pool, shutdown_pool
@@ -25,6 +26,8 @@ def _fresh_pool():
     shutdown_pool()
     yield
     shutdown_pool()
+    # the thread sync_to_async uses from the event loop keeps its connection: close it too
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=30)
 
 
 def backend_pid() -> int:
@@ -75,3 +78,29 @@ def test_slot__reconnects_after_its_connection_was_terminated(committed_clock, d
     used = {codec.loads(result)["pid"] for (result,) in rows(
         "select result from durable_work where state = 'succeeded'")}
     assert not used & set(killed)
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_async_executor__its_sync_to_async_thread_reconnects(committed_clock, define,
+                                                             concurrency):
+    # An async executor's ORM calls run (sync_to_async, thread-sensitive) on one asgiref thread
+    # that serves no requests either: before the fix, 5 of 5 attempts after its backend was
+    # terminated failed.
+    d = define("t.async_uses_orm")
+
+    @d.executor
+    async def run(ctx, payload):
+        return {"pid": await sync_to_async(backend_pid)()}
+
+    d.enqueue(scope="tenant-a", command="c", idempotency_key="k0", payload={})
+    assert run_pass(concurrency=concurrency).succeeded == 1
+    (result,) = rows("select result from durable_work where state = 'succeeded'")[0]
+    killed = codec.loads(result)["pid"]
+    assert rows("select pg_terminate_backend(%s)", (killed,)) == [(True,)]
+    for i in range(1, 6):
+        d.enqueue(scope="tenant-a", command="c", idempotency_key=f"k{i}", payload={})
+    counts = run_pass(concurrency=concurrency)
+    # The attempts already waiting on that thread when the first one failed meet the dead
+    # connection too: at most one per slot; every later one reconnects.
+    assert counts.admitted == 5
+    assert counts.retried <= concurrency and counts.succeeded >= 5 - concurrency
