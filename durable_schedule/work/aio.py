@@ -24,6 +24,7 @@ import inspect
 import os
 import threading
 from collections.abc import Callable
+from types import FunctionType
 from typing import Any
 
 from durable_schedule.errors import AttemptCancelled
@@ -34,8 +35,11 @@ def is_async(fn: Callable[..., Any]) -> bool:
     """``fn`` is an ``async def`` function, or a callable object whose ``__call__`` is one (an
     executor class): either returns a coroutine the loop must await. A sync call of such an
     object would return the coroutine unawaited and fail the attempt without running it."""
-    call = None if inspect.isroutine(fn) else inspect.getattr_static(type(fn), "__call__", None)
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
+    if inspect.iscoroutinefunction(fn):
+        return True
+    if type(fn) is FunctionType or inspect.isroutine(fn):  # the usual executor: one check
+        return False
+    return inspect.iscoroutinefunction(inspect.getattr_static(type(fn), "__call__", None))
 
 
 class OverBudget(Exception):
