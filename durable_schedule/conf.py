@@ -182,10 +182,12 @@ def validate() -> None:
             or not listed):
         raise ValueError("DURABLE_SCHEDULE['QUEUES'] must be None or a non-empty list of "
                          "queue names (1-200 characters, no surrounding spaces)")
-    if max_idle_seconds() <= 0:
-        raise ValueError("DURABLE_SCHEDULE['MAX_IDLE_SECONDS'] must be positive")
+    # NaN passes every "<= 0" and "< 0" test and then compares false with everything: as the
+    # idle cap the loop ran passes back to back, as the tolerance it probed without pausing.
+    _positive_number("MAX_IDLE_SECONDS")
     tolerance = _get("OUTAGE_TOLERANCE_SECONDS")
-    if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or tolerance < 0:
+    if (isinstance(tolerance, bool) or not isinstance(tolerance, int | float)
+            or not tolerance >= 0):
         raise ValueError("DURABLE_SCHEDULE['OUTAGE_TOLERANCE_SECONDS'] must be a number of "
                          "seconds >= 0 (0: exit at the first outage)")
     _validate_health()

@@ -4,7 +4,8 @@ Django's own backends call ``normalize_json`` and fail with a bare ``TypeError``
 the value; an operator reading "Object of type datetime is not JSON serializable" does not learn
 which of forty arguments it was. This walk names the path (``kwargs['when']``, ``args[2][0]``).
 Tuples become lists, as ``normalize_json`` makes them; a float that is not finite is refused
-because JSON has no NaN or Infinity.
+because JSON has no NaN or Infinity; a string holding NUL or an unpaired surrogate (which the
+store's ``jsonb`` refuses) and an int longer than Python writes as text are refused the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from durable_schedule.errors import InvalidTaskArguments
 #: Checked here while walking, so a value nested past Python's recursion limit (``json.loads``
 #: returns one for a 900-bracket body) is DS241 naming the path, not a ``RecursionError``.
 MAX_DEPTH = 64
+#: Ints longer than this many bits may pass Python's default 4,300-digit int-to-text limit;
+#: only those pay for the check that writes them out.
+_LONG_INT_BITS = 14_000
 
 
 def to_json(args: Any, kwargs: Any) -> dict[str, Any]:
@@ -29,9 +33,14 @@ def _value(value: Any, path: str, depth: int = 0) -> Any:
     if depth > MAX_DEPTH:
         raise InvalidTaskArguments(f"a task argument nests deeper than {MAX_DEPTH} levels",
                                    path=path[:200], got=type(value).__name__)
-    if value is None or isinstance(value, (bool, str)):
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        _storable(value, path)
         return value
     if isinstance(value, int):
+        if value.bit_length() > _LONG_INT_BITS:
+            _writable(value, path)
         return int(value)
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -46,10 +55,34 @@ def _value(value: Any, path: str, depth: int = 0) -> Any:
             if not isinstance(key, str):
                 raise InvalidTaskArguments("a task argument's dict keys must be strings",
                                            path=f"{path}[{key!r}]", got=type(key).__name__)
+            _storable(key, f"{path}[{key!r}]")
             out[key] = _value(item, f"{path}[{key!r}]", depth + 1)
         return out
     raise InvalidTaskArguments("a task argument is not a JSON value", path=path,
                                got=type(value).__name__)
+
+
+def _storable(text: str, path: str) -> None:
+    # JSON has them, jsonb does not: the store would refuse the payload (DS209) without saying
+    # which argument carried them.
+    if "\x00" in text:
+        raise InvalidTaskArguments("a task argument holds a NUL character, which the store "
+                                   "(jsonb) refuses", path=path[:200], got="str")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidTaskArguments("a task argument holds an unpaired surrogate, which is "
+                                       "not UTF-8", path=path[:200], got="str") from None
+
+
+def _writable(number: int, path: str) -> None:
+    """An int too long for Python's int-to-text limit (``sys.set_int_max_str_digits``)."""
+    try:
+        str(number)
+    except ValueError:
+        raise InvalidTaskArguments("a task argument is an integer too long to write as JSON",
+                                   path=path[:200], got="int") from None
 
 
 def return_value(value: Any) -> Any:

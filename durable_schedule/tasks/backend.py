@@ -14,7 +14,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, transaction
 
 from durable_schedule import conf
 from durable_schedule.errors import InvalidTaskOptions
@@ -187,6 +187,11 @@ def _check_defaults(alias: str, options: dict) -> None:
         return InvalidTaskOptions(f"OPTIONS['{key}'] {why}", backend=alias,
                                   got=repr(options[key])[:200])
 
+    database = options.get("DATABASE")
+    if database is not None and (not isinstance(database, str)
+                                 or database not in connections.settings):
+        # otherwise the first enqueue failed with Django's bare ConnectionDoesNotExist
+        raise bad("DATABASE", "must name a database alias of DATABASES")
     if "SAFETY" in options:
         try:
             ProviderSafety(options["SAFETY"])

@@ -186,6 +186,8 @@ async def _run_async(coro, ctx) -> Any:
     try:
         return await job
     except asyncio.CancelledError:
+        if not ctx.cancelled.is_set():
+            raise  # the task's own (an await of a future something else cancelled): as raised
         raise TimeoutError("the async task was cancelled: its lease or deadline ended") from None
     finally:
         await watcher

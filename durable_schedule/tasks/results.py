@@ -89,6 +89,11 @@ class TaskSuspended(TaskEnded):
 
 
 _END_OF_STATE = {EXPIRED: TaskExpired, CANCELED: TaskCanceled, SUSPENDED: TaskSuspended}
+#: The history events that end the Work in each state: a result at or after the deadline ends
+#: it ``expired`` through ``late_result_quarantined`` (its detail names the reason), not an
+#: ``expired`` event.
+_END_EVENTS = {EXPIRED: frozenset({EXPIRED, "late_result_quarantined"}),
+               CANCELED: frozenset({CANCELED}), SUSPENDED: frozenset({SUSPENDED})}
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,7 +170,8 @@ def _end_error(state: str, history: list[tuple]) -> TaskError | None:
     kind = _END_OF_STATE.get(state)
     if kind is None:
         return None
-    detail: Any = next((d for event, _a, _actor, d, _at in reversed(history) if event == state),
+    ends = _END_EVENTS[state]
+    detail: Any = next((d for event, _a, _actor, d, _at in reversed(history) if event in ends),
                        None)
     if isinstance(detail, str):
         detail = codec.loads(detail)

@@ -20,12 +20,26 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import os
 import threading
 from collections.abc import Callable
+from types import FunctionType
 from typing import Any
 
 from durable_schedule.errors import AttemptCancelled
+from durable_schedule.work.broken_connections import drop_broken_sync_connections
+
+
+def is_async(fn: Callable[..., Any]) -> bool:
+    """``fn`` is an ``async def`` function, or a callable object whose ``__call__`` is one (an
+    executor class): either returns a coroutine the loop must await. A sync call of such an
+    object would return the coroutine unawaited and fail the attempt without running it."""
+    if inspect.iscoroutinefunction(fn):
+        return True
+    if type(fn) is FunctionType or inspect.isroutine(fn):  # the usual executor: one check
+        return False
+    return inspect.iscoroutinefunction(inspect.getattr_static(type(fn), "__call__", None))
 
 
 class OverBudget(Exception):
@@ -45,6 +59,17 @@ class Gate:
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self.size)
         return self._semaphore
+
+class EscapedCancel(Exception):  # noqa: N818 - it carries a cancellation, it is not an error
+    """Carries an async executor's *own* ``CancelledError`` (an ``await`` of something another
+    task cancelled) out of the loop as the attempt's failure: raised as is, it would cancel the
+    loop's future instead, and the pipeline would read that as the worker's own failure.
+    ``raised`` is the executor's exception, which the runtime records."""
+
+    def __init__(self, raised: asyncio.CancelledError) -> None:
+        super().__init__("the async executor raised CancelledError (not the runtime's cancel)")
+        self.raised = raised
+
 
 #: Longest wait between two looks at ``ctx.cancelled`` (a lost lease) while a task runs.
 POLL_SECONDS = 0.25
@@ -78,10 +103,17 @@ def _the_loop() -> asyncio.AbstractEventLoop:
 
 
 async def _supervise(fn: Callable[..., Any], ctx, payload: Any, gate: Gate | None) -> Any:
-    if gate is None:
-        return await _run(fn, ctx, payload)
-    async with gate.semaphore():
-        return await _run(fn, ctx, payload)
+    try:
+        if gate is None:
+            return await _run(fn, ctx, payload)
+        async with gate.semaphore():
+            return await _run(fn, ctx, payload)
+    except OverBudget:
+        raise
+    except Exception:
+        # A dead connection shows as the executor's error: only this attempt fails on it.
+        await drop_broken_sync_connections()
+        raise
 
 
 async def _run(fn: Callable[..., Any], ctx, payload: Any) -> Any:
@@ -101,7 +133,10 @@ async def _run(fn: Callable[..., Any], ctx, payload: Any) -> Any:
                     work_id=str(ctx.work_id), attempt=ctx.attempt) from None
         done, _ = await asyncio.wait({task}, timeout=min(remaining, POLL_SECONDS))
         if done:
-            return task.result()
+            try:
+                return task.result()
+            except asyncio.CancelledError as exc:  # the runtime did not cancel it (above)
+                raise EscapedCancel(exc) from exc
 
 
 def submit(fn: Callable[..., Any], ctx, payload: Any,

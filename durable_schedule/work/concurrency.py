@@ -38,6 +38,7 @@ from durable_schedule.barriers import (
     barrier,
 )
 from durable_schedule.work import aio, clock
+from durable_schedule.work.broken_connections import drop_broken_connections
 from durable_schedule.work.outcome import AttemptOutcome
 from durable_schedule.work.passes import (
     commit_outcomes,
@@ -129,6 +130,8 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
                 barrier(WORK_PERMIT_AFTER_COMMIT)
                 started = clock.monotonic()
                 outcome = invoke(action, opts, origin)
+                if outcome.kind == "failed":
+                    drop_broken_connections()  # a dead connection fails this attempt only
                 record_duration(sizer, action, outcome, clock.monotonic() - started)
                 barrier(WORK_EFFECT_BEFORE_OUTCOME)
             done.put(("outcome", action, outcome))

@@ -32,7 +32,7 @@ from durable_schedule.evaluation.policy import (
     lease_expiry,
     next_retry_due,
 )
-from durable_schedule.work.failures import MESSAGE_LIMIT, exception_facts
+from durable_schedule.work.failures import MESSAGE_LIMIT, exception_facts, safe_text
 from durable_schedule.work.registry import WorkDefinition, lookup
 from durable_schedule.work.rows import (
     FAILED,
@@ -91,8 +91,9 @@ def error_detail(exc: BaseException | None = None, *, code: str = "DS216", messa
         # (an HTTP status, an errno) is not one.
         own = isinstance(exc, DurableError)
         code = exc.code if own else code
-        message = str(exc)
-    out: dict[str, Any] = {"code": code, "message": message[:MESSAGE_LIMIT]}
+        message = exc
+    # safe_text: a message jsonb cannot store would fail the very transaction recording it.
+    out: dict[str, Any] = {"code": code, "message": safe_text(message)[:MESSAGE_LIMIT]}
     if exc is not None:
         out.update(exception_facts(exc))
     out.update(extra)

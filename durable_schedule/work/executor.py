@@ -36,7 +36,6 @@ before ``run_guarded`` returns, as before.
 from __future__ import annotations
 
 import heapq
-import inspect
 import itertools
 import logging
 import os
@@ -263,7 +262,7 @@ def run_guarded(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload
     """Run ``fn(ctx, payload)`` under a watchdog (started lazily, see the module docstring);
     exceptions propagate to the caller. The watchdog, if it started, is stopped and joined.
     An ``async def`` ``fn`` runs on the process's event loop (:mod:`.aio`); this call waits."""
-    if inspect.iscoroutinefunction(fn):
+    if aio.is_async(fn):
         return start_async(fn, ctx, payload, heartbeat=heartbeat,
                            cadence_seconds=cadence_seconds, using=using).result()
     starter = _the_starter()

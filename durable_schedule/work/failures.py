@@ -10,6 +10,13 @@ names) and its formatted traceback, bounded to :data:`TRACEBACK_LIMIT` character
 executor that raises a megabyte-long message or recurses a thousand frames deep must not bloat
 the Work row or the append-only history. When cut, the head (where the chain starts) and the
 tail (where it was raised, usually the interesting end) are kept with a marker between them.
+
+The stored text is what ``jsonb`` can hold: an exception whose message carries a NUL character
+or an unpaired surrogate (bytes decoded with ``surrogateescape``, a C library's buffer) is kept
+with those characters written as backslash escapes, and one whose ``__str__`` or ``__repr__``
+raises is described by its class -- otherwise the outcome's own transaction would fail, the
+worker pass with it, and the attempt would stay running until its lease ran out, again and
+again (docs/work.md "Inspection").
 """
 
 from __future__ import annotations
@@ -33,9 +40,31 @@ def class_path(exc: BaseException) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def storable_text(text: str) -> str:
+    """``text`` with what ``jsonb`` refuses (NUL, unpaired surrogates) as backslash escapes."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\\x00")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def safe_text(value: Any, *, as_repr: bool = False) -> str:
+    """``str(value)`` (or ``repr``) as storable text; a method that raises is named instead."""
+    try:
+        text = repr(value) if as_repr else str(value)
+    except Exception as exc:  # noqa: BLE001 -- user code; its failure must not fail the outcome
+        how = "repr" if as_repr else "str"
+        text = f"<{type(value).__qualname__} whose {how}() raised {type(exc).__qualname__}>"
+    return storable_text(text)
+
+
 def bounded_traceback(exc: BaseException, limit: int = TRACEBACK_LIMIT) -> str:
     """The formatted traceback (with its cause/context chain), at most ``limit`` characters."""
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    text = storable_text(
+        "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
     if len(text) <= limit:
         return text
     head = min(_HEAD, limit // 4)
@@ -46,7 +75,7 @@ def bounded_traceback(exc: BaseException, limit: int = TRACEBACK_LIMIT) -> str:
 
 def exception_facts(exc: BaseException) -> dict[str, Any]:
     """The stored part of an exception: type name, class path, bounded traceback."""
-    return {"type": type(exc).__name__, "class": class_path(exc),
+    return {"type": storable_text(type(exc).__name__), "class": storable_text(class_path(exc)),
             "traceback": bounded_traceback(exc)}
 
 

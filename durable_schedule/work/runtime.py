@@ -21,7 +21,7 @@ commit are in :mod:`.pipeline`, the executor pool in :mod:`.concurrency`. An ite
 
 from __future__ import annotations
 
-import inspect
+import asyncio
 import os
 import socket
 from collections import Counter
@@ -47,7 +47,7 @@ from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 from durable_schedule.work import aio, clock, codec
 from durable_schedule.work.decisions import Invoke, Reconcile, decide, error_detail
 from durable_schedule.work.executor import OverBudget, WorkContext, run_guarded, start_async
-from durable_schedule.work.failures import log_failure
+from durable_schedule.work.failures import log_failure, safe_text
 from durable_schedule.work.outcome import (
     AttemptOutcome,
     record_attempt_outcome,
@@ -293,7 +293,7 @@ def invoke(action: Invoke, opts: Options, origin: float) -> AttemptOutcome:
 
 
 def is_async(action: Invoke) -> bool:
-    return inspect.iscoroutinefunction(action.definition.executor_fn)
+    return aio.is_async(action.definition.executor_fn)
 
 
 def invoke_async(action: Invoke, opts: Options, origin: float,
@@ -334,10 +334,22 @@ def _succeeded(action: Invoke, ctx: WorkContext, result: Any) -> AttemptOutcome:
     return AttemptOutcome("succeeded", result_json=result_json)
 
 
+#: Control-flow signals that escaped an executor's (or reconciler's) own code: a generator
+#: close or a cancelled ``await`` leaking out is that attempt's failure. Other BaseExceptions
+#: (KeyboardInterrupt, SystemExit) stop the worker: not an executor's failure.
+_ESCAPED_SIGNALS = (GeneratorExit, asyncio.CancelledError)
+
+
+def _raised(exc: BaseException) -> BaseException:
+    """The exception the executor raised (an async one's own CancelledError comes wrapped)."""
+    return exc.raised if isinstance(exc, aio.EscapedCancel) else exc
+
+
 def _failed(action: Invoke, ctx: WorkContext, exc: BaseException) -> AttemptOutcome:
     if isinstance(exc, OverBudget):
         return AttemptOutcome("not_invoked")
-    if not isinstance(exc, Exception):
+    exc = _raised(exc)
+    if not isinstance(exc, (Exception, *_ESCAPED_SIGNALS)):
         raise exc  # KeyboardInterrupt, SystemExit: not an executor's failure
     # Any executor error is a failed attempt; the retry policy decides.
     log_failure("executor", ctx, exc)
@@ -354,12 +366,14 @@ def _reconcile(action: Reconcile, opts: Options, origin: float):
                             cadence_seconds=cadence, using=opts.using)
     except OverBudget:
         return _NOT_INVOKED, None
-    except Exception as exc:  # a reconciler that cannot answer is Unknown (suspends)
+    except (Exception, *_ESCAPED_SIGNALS) as exc:  # a reconciler that cannot answer is
+        exc = _raised(exc)  # Unknown (suspends)
         log_failure("reconciler", ctx, exc)
         return None, error_detail(exc, permit_no=action.permit_no)
     found = as_verdict(value)
     if found is None:
         return None, error_detail(code="invalid_verdict", permit_no=action.permit_no,
-                                  message=f"the reconciler returned {value!r}, not Applied / "
+                                  message=f"the reconciler returned "
+                                          f"{safe_text(value, as_repr=True)}, not Applied / "
                                           "NotApplied / Unknown")
     return found, None

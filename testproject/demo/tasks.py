@@ -59,6 +59,14 @@ async def async_sleep(seconds):
     return "woke up"
 
 
+@task
+async def awaits_a_cancelled_future():
+    """Its own await is cancelled (as a shared client's shutdown would): not the runtime's."""
+    future = asyncio.get_running_loop().create_future()
+    future.cancel()
+    await future
+
+
 @tasks.options(deadline_after=timedelta(seconds=1))
 @task
 async def async_sleep_bounded(seconds):

@@ -6,7 +6,7 @@ SELECT event, attempt, actor, detail, recorded_at
   FROM durable_work_history
  WHERE scope_id = %(scope_id)s AND work_id = %(work_id)s
    AND event IN ('admitted', 'retry_scheduled', 'succeeded', 'failed', 'expired', 'canceled',
-                 'suspended')
+                 'suspended', 'late_result_quarantined')
  ORDER BY id
 
 -- name: routing -- the queue and priority the Work was accepted with (TaskResult.task shows them).

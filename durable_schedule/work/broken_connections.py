@@ -1,0 +1,42 @@
+"""Closing a thread's database connections that an error left unusable (docs/operations.md
+"Failover and database outages").
+
+Django drops broken connections at every request's boundary (``close_old_connections``). The
+threads executors use serve no requests -- the ``--concurrency`` slot threads, and the one thread
+``asgiref.sync.sync_to_async`` runs an async executor's ORM calls on -- so after a failover or a
+terminated backend their connection stayed dead, and every later attempt there that used the
+database failed, for the life of the worker process.
+"""
+
+from __future__ import annotations
+
+from django.db import connections
+
+
+def drop_broken_connections() -> None:
+    """Close this thread's connections that an error left unusable, so the next use reconnects.
+
+    Called after a failed attempt (a dead connection shows as the executor's error): the
+    success path pays nothing, only a connection that saw an error pays for the
+    ``is_usable()`` round trip, and ``CONN_MAX_AGE`` is not applied here: the thread keeps its
+    healthy connection across passes.
+    """
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is None or not conn.errors_occurred or conn.in_atomic_block:
+            continue
+        if conn.is_usable():
+            conn.errors_occurred = False
+        else:
+            conn.close()
+
+
+async def drop_broken_sync_connections() -> None:
+    """The same in the thread ``sync_to_async`` (thread-sensitive) runs on from the event loop:
+    the thread an async executor's ORM calls used. Never raises (the attempt's own error is the
+    one to report)."""
+    from asgiref.sync import sync_to_async
+
+    try:
+        await sync_to_async(drop_broken_connections, thread_sensitive=True)()
+    except Exception:  # noqa: BLE001, S110 -- best effort; the next failure tries again
+        pass
