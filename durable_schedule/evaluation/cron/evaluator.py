@@ -139,6 +139,14 @@ class Evaluator:
             w0 = max(s + zone.offset_at(s), _MIN_WALL)
         here = zone.classify(w0)
         wall = w0
+        if self.shift and here.kind == "unique":
+            # ``s`` may be the very instant a clock springs forward: its wall time is the gap's
+            # end, and the gap's own wall times, which shift to ``s``, lie before it.
+            before, after = zone.offset_at(s - 1), zone.offset_at(s)
+            if before < after:
+                c = self.next_wall(s + before, s + after)
+                if c is not None:
+                    return Occurrence(s, c, 0, True)
         if here.kind == "fold":
             first_pass = s == here.first
             if first_pass and self.takes_first:
