@@ -155,20 +155,22 @@ class Evaluator:
     def next_at_or_after(self, s: int) -> Occurrence | None:
         """The first instant ``>= s`` (UTC seconds), or None when there is none."""
         zone = self.zone
-        w0 = s + zone.offset_at(s)
+        offset = zone.offset_at(s)
+        w0 = s + offset
         if w0 > _MAX_WALL:
             return None  # every later instant has a wall time past year 9999
         if w0 < _MIN_WALL:
             s += _MIN_WALL - w0  # no wall time before year 1: start at its first second
-            w0 = max(s + zone.offset_at(s), _MIN_WALL)
+            offset = zone.offset_at(s)
+            w0 = max(s + offset, _MIN_WALL)
         here = zone.classify(w0)
         wall = w0
         if self.shift and here.kind == "unique":
             # ``s`` may be the very instant a clock springs forward: its wall time is the gap's
             # end, and the gap's own wall times, which shift to ``s``, lie before it.
-            before, after = zone.offset_at(s - 1), zone.offset_at(s)
-            if before < after:
-                c = self.next_wall(s + before, s + after)
+            before = zone.offset_at(s - 1)
+            if before < offset:
+                c = self.next_wall(s + before, s + offset)
                 if c is not None:
                     return Occurrence(s, c, 0, True)
         if here.kind == "fold":
