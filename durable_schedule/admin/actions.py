@@ -32,7 +32,7 @@ from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 
 from durable_schedule.admin import scoping, timeline
-from durable_schedule.errors import DurableError
+from durable_schedule.errors import DurableError, InvalidArgument
 from durable_schedule.evaluation.cron.fence import REASON as TZ_RULES_CHANGED
 
 #: The most rows one operation handles (the ids travel in the URL).
@@ -146,6 +146,20 @@ class Operation:
         if obj.state not in self.offered_in:
             return False
         return self.reasons is None or obj.suspension_reason in self.reasons
+
+
+def _posted_number(request, name: str) -> int | None:
+    """The positive number the confirmation page posted as ``name`` (None: none posted).
+    Anything else -- a sign, a non-ASCII digit such as "²" (``str.isdigit`` admits it, ``int``
+    does not), thousands of digits -- is ``InvalidArgument`` (DS406): a tampered page changes
+    nothing, and no value reaches ``int()`` that it would refuse with a server error."""
+    raw = request.POST.get(name, "")
+    if raw == "":
+        return None
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18) or int(raw) < 1:
+        raise InvalidArgument(f"{name} must be a positive number", field=name,
+                              got=raw[:40])
+    return int(raw)
 
 
 def _selected_ids(request) -> list[int]:
@@ -362,8 +376,12 @@ class ScheduleOperations(_Operations):
         label = f"{row.scope_id}/{row.schedule_id}"
         # The revision the operator saw on the confirmation page: a schedule changed since then
         # is refused (DS106 RevisionMismatch) instead of being changed unseen.
-        seen = request.POST.get(f"revision-{row.pk}", "")
-        expected = int(seen) if seen.isdigit() and int(seen) > 0 else row.revision
+        try:
+            seen = _posted_number(request, f"revision-{row.pk}")
+        except DurableError as exc:
+            self.message_user(request, f"{label}: refused — {refusal(exc)}", messages.ERROR)
+            return
+        expected = row.revision if seen is None else seen
         if op.name == "suspend":
             def call():
                 info = schedules.suspend(row.scope_id, row.schedule_id, data["reason"],
@@ -463,8 +481,11 @@ class WorkOperations(_Operations):
         outcome = data["outcome"]
         # The permit the confirmation page named: if another one is the most recent unresolved
         # permit by now, the API refuses (DS213) instead of resolving a permit nobody looked at.
-        seen = request.POST.get(f"permit-{row.pk}", "")
-        expected = int(seen) if seen.isdigit() and int(seen) > 0 else None
+        try:
+            expected = _posted_number(request, f"permit-{row.pk}")
+        except DurableError as exc:
+            self.message_user(request, f"{label}: refused — {refusal(exc)}", messages.ERROR)
+            return
 
         def call():
             kwargs = {"result": data.get("result")} if outcome == "applied" else {}

@@ -68,6 +68,7 @@ from durable_schedule.evaluation.timeline import (
     EVALUATOR_VERSIONS,
     ScheduleSpec,
     as_utc,
+    counted_to_the_end,
     instants_in,
     kind_of,
     next_instant_after,
@@ -299,5 +300,9 @@ def decide(
     # max_runs.
     used = 1 if action in WORK_ACTIONS or action == "buffer" or (
         action == "coalesce" and pending_last is None) else 0
+    if action == "skipped" and not found.count_exact:
+        # A skip records its count (missed, the history detail): counted to the end.
+        found = counted_to_the_end(spec, found)
+        evidence["count"], evidence["count_exact"] = found.count, True
     return Decision(action, found.first, found.last, found.count, found.last,
                     following(found.last, used), evidence=evidence, skip_cause=cause)

@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 
 from durable_schedule.errors import InvalidJitter
 from durable_schedule.evaluation.cron.spec import Cron, with_seed
+from durable_schedule.evaluation.policy import MAX_INSTANT, bounded_add
 from durable_schedule.evaluation.timeline import Every
 
 _ONE_US = timedelta(microseconds=1)
@@ -106,5 +107,7 @@ def offset_us(jitter: timedelta | None, scope_id: str, schedule_id: str, generat
 
 
 def due_at(first: datetime, offset: int) -> datetime:
-    """The Work's due time for a nominal instant and its offset."""
-    return first + timedelta(microseconds=offset)
+    """The Work's due time for a nominal instant and its offset, at most the end of the
+    supported UTC range (an instant in the last hours of year 9999 cannot be delayed past it;
+    the addition would fail every pass of its schedule)."""
+    return bounded_add(first, timedelta(microseconds=offset), MAX_INSTANT)

@@ -365,6 +365,18 @@ def instants_in(
     return InstantRange(first=from_us(first_us), last=from_us(last_us), count=count)
 
 
+def counted_to_the_end(spec: ScheduleSpec, found: InstantRange) -> InstantRange:
+    """``found`` with its exact count: a count that is recorded (the instants a skip drops,
+    ``missed``) may not stop at the cron evaluator's ``COUNT_LIMIT``. Only an inexact cron
+    window is counted again (by whole local days, see ``Evaluator.count``)."""
+    if found.count_exact:
+        return found
+    count = spec.evaluator().count(_seconds_floor(to_us(found.first)) - 1,
+                                   _seconds_floor(to_us(found.last)))
+    return InstantRange(first=found.first, last=found.last, count=count, count_exact=True,
+                        local=found.local)
+
+
 def next_instant_after(spec: ScheduleSpec, accepted_at: datetime, t: datetime) -> datetime | None:
     """The first nominal instant strictly after ``t``; ``None`` when the spec has no more.
 

@@ -37,7 +37,7 @@ from durable_schedule.errors import (
 from durable_schedule.evaluation import bounds as bounding
 from durable_schedule.evaluation import jitter as jittering
 from durable_schedule.evaluation.bounds import Bounds
-from durable_schedule.evaluation.policy import checked_add
+from durable_schedule.evaluation.policy import MAX_INSTANT, checked_add
 from durable_schedule.evaluation.timeline import (
     ScheduleSpec,
     bind_spec,
@@ -60,6 +60,8 @@ OPERATOR_REASON = "operator"
 #: evaluator fences").
 RELEASABLE_REASON = "runtime_epoch_mismatch"
 
+
+_ONE_US = timedelta(microseconds=1)
 
 #: update(): "keep the active generation's value" for the nullable lifecycle facts.
 _KEEP: Any = object()
@@ -90,6 +92,16 @@ def _deadline_fits(target_json: dict[str, Any], due: datetime) -> None:
     except OverflowError:
         after = timedelta.max
     checked_add(due, after, "the target's deadline (first due instant + deadline_after)")
+
+
+def _jitter_fits(jitter: timedelta | None, due: datetime) -> None:
+    """DS149 when the first due instant's Work, delayed by up to the jitter, would be due past
+    the supported UTC range: an ``At`` or ``After`` has no next instant to bound its jitter,
+    and the processor could neither store nor add such an offset (every pass would fail)."""
+    if jitter is not None and jitter - _ONE_US > MAX_INSTANT - due:
+        raise jittering.InvalidJitter(
+            "jitter would put the Work's due time past the supported UTC range",
+            field="jitter", value=str(jitter), due_at=records.iso(due))
 
 
 def _locked(cur, scope: str, schedule_id: str, expected_revision: int | None) -> Definition:
@@ -175,6 +187,7 @@ def create(
         cursor = bounding.initial_cursor(accepted, accepted, bounds)
         due = _first_due(spec, accepted, cursor, bounds)
         _deadline_fits(target_json, due)
+        _jitter_fits(jitter, due)
         fences = records.lock_fences(cur, scope)
         existing = records.lock_definition(cur, scope, schedule_id)
         if existing is not None and existing.state == "deleted":
@@ -317,6 +330,7 @@ def update(
         cursor = bounding.initial_cursor(accepted, d.cursor_utc, bounds)
         due = _first_due(spec, accepted, cursor, bounds)
         _deadline_fits(target_json, due)
+        _jitter_fits(new_jitter, due)
         generation = d.generation + 1
         retired = run(cur, "retire_pending", {
             "scope_id": scope, "schedule_id": schedule_id, "state": "superseded",

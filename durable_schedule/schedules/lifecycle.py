@@ -35,7 +35,7 @@ from durable_schedule.errors import (
 )
 from durable_schedule.evaluation import bounds as bounding
 from durable_schedule.evaluation import overlap as overlapping
-from durable_schedule.evaluation.timeline import instants_in
+from durable_schedule.evaluation.timeline import counted_to_the_end, instants_in
 from durable_schedule.processor import lifecycle as hooks
 from durable_schedule.processor.bridge import OccurrenceIdentity, bridge
 from durable_schedule.schedules import records
@@ -117,9 +117,11 @@ def resume(scope: str, schedule_id: str, actor: str = "", *,
                                     schedule_id=schedule_id, state=d.state)
         cursor, skipped = d.cursor_utc, None
         if catch_up == "skip":
-            skipped = instants_in(d.spec(), d.accepted_at_utc, d.cursor_utc,
+            spec = d.spec()
+            skipped = instants_in(spec, d.accepted_at_utc, d.cursor_utc,
                                   bounding.clip(now, hooks.bounds_of(d)))
             if skipped is not None:
+                skipped = counted_to_the_end(spec, skipped)  # every skipped instant counts
                 cursor = skipped.last
         count = 0 if skipped is None else skipped.count
         missed = {}

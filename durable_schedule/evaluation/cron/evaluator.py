@@ -19,11 +19,14 @@ That is Cronos's behaviour (CronExpression.GetOccurrenceConsideringTimeZone), st
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from datetime import date
 
 from durable_schedule.evaluation.cron import calendar as cal
 from durable_schedule.evaluation.cron.parser import CronPattern
+from durable_schedule.evaluation.cron.zones import MAX_SECOND as _MAX_SECOND
+from durable_schedule.evaluation.cron.zones import MIN_SECOND as _MIN_SECOND
 from durable_schedule.evaluation.cron.zones import Zone
 
 EVALUATOR_VERSION = "ds-cron-v1"
@@ -63,6 +66,27 @@ def _join(y: int, m: int, d: int, sod: int) -> int:
 #: converting a wall time ``datetime`` cannot hold.
 _MIN_WALL = _join(1, 1, 1, 0)
 _MAX_WALL = _join(9999, 12, 31, _DAY - 1)
+
+
+#: A UTC offset lies within [-26 h, +26 h] of any other (zones span -12 h to +14 h): a zone
+#: transition farther than this from a wall-time span cannot make a wall time in it irregular.
+_OFFSET_SPREAD = 26 * 3600
+
+
+def _regular(zone: Zone, wall_lo: int, wall_hi: int) -> bool:
+    """True when every wall time in ``[wall_lo, wall_hi)`` maps to exactly one instant, all
+    with one offset: no offset change at ``t`` (from ``before`` to ``after``) puts the walls
+    between ``t + before`` and ``t + after`` (its gap or repeated region) into the span."""
+    start = max(wall_lo - _OFFSET_SPREAD, _MIN_SECOND)
+    end = min(wall_hi + _OFFSET_SPREAD, _MAX_SECOND)
+    if start >= end:
+        return False
+    before = zone.offset_at(start)
+    for t, after in zone.changes(start, end):
+        if t + min(before, after) < wall_hi and t + max(before, after) > wall_lo:
+            return False
+        before = after
+    return True
 
 
 class Evaluator:
@@ -131,14 +155,24 @@ class Evaluator:
     def next_at_or_after(self, s: int) -> Occurrence | None:
         """The first instant ``>= s`` (UTC seconds), or None when there is none."""
         zone = self.zone
-        w0 = s + zone.offset_at(s)
+        offset = zone.offset_at(s)
+        w0 = s + offset
         if w0 > _MAX_WALL:
             return None  # every later instant has a wall time past year 9999
         if w0 < _MIN_WALL:
             s += _MIN_WALL - w0  # no wall time before year 1: start at its first second
-            w0 = max(s + zone.offset_at(s), _MIN_WALL)
+            offset = zone.offset_at(s)
+            w0 = max(s + offset, _MIN_WALL)
         here = zone.classify(w0)
         wall = w0
+        if self.shift and here.kind == "unique":
+            # ``s`` may be the very instant a clock springs forward: its wall time is the gap's
+            # end, and the gap's own wall times, which shift to ``s``, lie before it.
+            before = zone.offset_at(s - 1)
+            if before < offset:
+                c = self.next_wall(s + before, s + offset)
+                if c is not None:
+                    return Occurrence(s, c, 0, True)
         if here.kind == "fold":
             first_pass = s == here.first
             if first_pass and self.takes_first:
@@ -220,6 +254,54 @@ class Evaluator:
             out.append(occ)
             s = occ.utc + 1
         return out
+
+    def count(self, lo: int, hi: int) -> int:
+        """The exact number of instants in ``(lo, hi]``, for any window.
+
+        A recorded count (the instants a skip drops, ``missed``) must not stop at
+        ``COUNT_LIMIT``. Counting one instant at a time would cost a million steps for an
+        every-second expression paused for twelve days, so the rest of a local day (else of
+        an hour, else of a minute) is counted at once by arithmetic on the matching times of
+        day when every wall time in it maps to exactly one instant (no gap or repeated region
+        of the zone touches it) and it ends inside the window; instants in or near a gap or a
+        repeat are counted one by one, with the rules of ``next_at_or_after``.
+        """
+        if hi <= lo:
+            return 0
+        n, s = 0, lo + 1
+        while s <= hi:
+            occ = self.next_at_or_after(s)
+            if occ is None or occ.utc > hi:
+                return n
+            jumped = None if occ.shifted else self._rest_counted(occ, hi)
+            if jumped is None:
+                n, s = n + 1, occ.utc + 1
+            else:
+                n, s = n + jumped[0], jumped[1]
+        return n
+
+    def _rest_counted(self, occ: Occurrence, hi: int) -> tuple[int, int] | None:
+        """``(instants, next second)`` for the rest of ``occ``'s local day, hour or minute
+        (the longest that qualifies, see ``count``), or None when none does."""
+        p = self.p
+        day_start, sod = divmod(occ.wall, _DAY)
+        h, rest = divmod(sod, 3600)
+        m, sec = divmod(rest, 60)
+        # occ matches, so h, m and sec are values of their fields: count the later ones.
+        later_s = len(p.seconds) - bisect_left(p.seconds, sec)
+        later_m = len(p.minutes) - bisect_right(p.minutes, m)
+        later_h = len(p.hours) - bisect_right(p.hours, h)
+        in_minute = later_s
+        in_hour = later_m * len(p.seconds) + in_minute
+        in_day = later_h * len(p.minutes) * len(p.seconds) + in_hour
+        offset = occ.wall - occ.utc
+        for end_wall, counted in ((day_start * _DAY + _DAY, in_day),
+                                  (occ.wall - sod + (h + 1) * 3600, in_hour),
+                                  (occ.wall - sec + 60, in_minute)):
+            end = end_wall - offset  # the instant of end_wall, when the span is regular
+            if end - 1 <= hi and _regular(self.zone, occ.wall, end_wall):
+                return counted, end
+        return None
 
     def window(self, lo: int, hi: int) -> tuple[Occurrence, Occurrence, int, bool] | None:
         """The instants in ``(lo, hi]``: ``(first, last, count, count_exact)`` or None.

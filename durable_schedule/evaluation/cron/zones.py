@@ -39,6 +39,8 @@ _MIN_SECOND = int((datetime(2, 1, 1, tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=U
                   .total_seconds())
 _MAX_SECOND = int((datetime(9999, 12, 30, tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC))
                   .total_seconds())
+#: The UTC seconds the zone functions clamp to (the evaluator's counting stays inside them).
+MIN_SECOND, MAX_SECOND = _MIN_SECOND, _MAX_SECOND
 
 _overrides: dict[str, str] = {}
 _lock = threading.Lock()
