@@ -15,7 +15,7 @@ import pytest
 from demo import schedule_targets
 
 from durable_schedule import schedules
-from durable_schedule.errors import IdempotencyConflict, TriggerSlotBusy
+from durable_schedule.errors import IdempotencyConflict, InvalidQueue, TriggerSlotBusy
 from durable_schedule.operations.status import collect
 from durable_schedule.processor.bridge import OccurrenceIdentity, derive_link
 from tests.schedules.conftest import (
@@ -196,3 +196,42 @@ def unlisted_problems(report=None) -> list[str]:
     report = collect() if report is None else report
     leave_transaction_forms()
     return [p for p in report.problems if "DS244" in p]
+
+
+# ------------------------------------------------------------------ repairs keep the routing
+def test_reissue__a_suspended_routed_schedule_is_reissued_with_its_routing(clock):
+    create("s", schedules.Every(TEN), routed("emails", 40))
+    schedules.suspend(SCOPE, "s", "maintenance", actor="ops")
+    assert run_pass(clock, at(10)).materialized == 0
+    # The admin's re-issue and durable_tz_rules --apply: update() without a target.
+    info = schedules.update(SCOPE, "s", expected_revision=schedules.get(SCOPE, "s").revision)
+    assert (info.generation, info.state) == (2, "active")
+    assert (info.target.queue, info.target.priority) == ("emails", 40)
+    run_pass(clock, at(25))
+    assert routing() == [("nominal", "emails", 40, "emails", 40)]
+
+
+def test_update__of_the_spec_alone_keeps_the_routing(clock):
+    create("s", schedules.Every(TEN), routed("emails", -1))
+    schedules.update(SCOPE, "s", expected_revision=schedules.get(SCOPE, "s").revision,
+                     spec=schedules.Every(2 * TEN))
+    run_pass(clock, at(20))
+    assert routing() == [("nominal", "emails", -1, "emails", -1)]
+
+
+def test_queues_setting__a_dropped_queue_refuses_run_now_and_backfill_with_nothing_written(
+        clock, settings):
+    create("s", schedules.Every(TEN, anchor=T0 - 2 * TEN), routed("emails"),
+           overlap="allow_all")
+    settings.DURABLE_SCHEDULE = {**settings.DURABLE_SCHEDULE, "QUEUES": ["reports"]}
+    clock.set(at(1))
+    with pytest.raises(InvalidQueue):
+        schedules.trigger(SCOPE, "s", "deploy-1")
+    leave_transaction_forms()
+    with pytest.raises(InvalidQueue):
+        schedules.backfill(SCOPE, "s", T0 - 2 * TEN, T0 - TEN, "bf-1")
+    leave_transaction_forms()
+    assert occurrences("s") == [] and works() == []
+    settings.DURABLE_SCHEDULE = {**settings.DURABLE_SCHEDULE, "QUEUES": ["reports", "emails"]}
+    assert schedules.trigger(SCOPE, "s", "deploy-1").created
+    assert routing() == [("manual", "emails", 10, "emails", 10)]
