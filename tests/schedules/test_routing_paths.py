@@ -235,3 +235,18 @@ def test_queues_setting__a_dropped_queue_refuses_run_now_and_backfill_with_nothi
     settings.DURABLE_SCHEDULE = {**settings.DURABLE_SCHEDULE, "QUEUES": ["reports", "emails"]}
     assert schedules.trigger(SCOPE, "s", "deploy-1").created
     assert routing() == [("manual", "emails", 10, "emails", 10)]
+
+
+def test_update__routing_only_supersedes_buffered_instants_of_the_older_generation(clock):
+    create("s", schedules.Every(TEN), routed("emails", 20), overlap="buffer_all")
+    for minute in (10, 20, 30):
+        run_pass(clock, at(minute))
+    info = schedules.get(SCOPE, "s")
+    schedules.update(SCOPE, "s", expected_revision=info.revision, target=routed("reports", 1))
+    assert [(o[0], o[4]) for o in occurrences("s")] == [
+        (1, "materialized"), (1, "superseded"), (1, "superseded")]
+    clock.set(at(35))
+    finish_running()
+    run_pass(clock, at(40))
+    assert routing() == [("nominal", "emails", 20, "emails", 20),
+                         ("nominal", "reports", 1, "reports", 1)]
