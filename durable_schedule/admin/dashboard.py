@@ -86,6 +86,9 @@ class HealthDashboardAdmin(admin.ModelAdmin):
             visible = [s for s in report.suspended_schedules if seen.admits(s.scope_id)]
             hidden = len(report.suspended_schedules) - len(visible)
             report.suspended_schedules = visible
+            report.unlisted_queue_schedules = [u for u in report.unlisted_queue_schedules
+                                               if seen.admits(u.scope_id)]
+            report.tz_rules_mismatches = _visible_tz_mismatches(report, seen)
             report.work_by_state, report.finished_last_hour = {}, {}
             report.work_backlog_by_name = {}
         suspended = [{"s": s, "fix": _fix(request, s)} for s in report.suspended_schedules]
@@ -109,3 +112,15 @@ class HealthDashboardAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/durable_schedule/runnerheartbeat/dashboard.html",
                                 context)
+
+
+def _visible_tz_mismatches(report, seen) -> list[str]:
+    """The report names cron schedules with changed tz rules as ``scope/schedule`` text, which
+    cannot be split back safely (a scope id may contain ``/``): read the inventory again and
+    keep the visible scopes' schedules only."""
+    if not report.tz_rules_mismatches:
+        return []
+    from durable_schedule.operations import tz_rules
+
+    return [f"{s.scope_id}/{s.schedule_id}" for s in tz_rules.collect().affected
+            if seen.admits(s.scope_id)]
