@@ -250,3 +250,25 @@ def test_update__routing_only_supersedes_buffered_instants_of_the_older_generati
     run_pass(clock, at(40))
     assert routing() == [("nominal", "emails", 20, "emails", 20),
                          ("nominal", "reports", 1, "reports", 1)]
+
+
+def test_enqueue_many__of_a_scheduled_works_identity_returns_it_with_its_routing(clock):
+    from durable_schedule import work
+
+    create("s", schedules.Every(TEN), routed("emails", 10))
+    run_pass(clock, at(10))
+    [(work_id, _, _, command_id, key)] = works()
+
+    def request(queue, priority, payload):
+        return schedule_targets.report.request(
+            command=command_id, idempotency_key=key, payload=payload, work_id=work_id,
+            queue=queue, priority=priority, policy=None)
+
+    # Two or more requests take enqueue_many's identity-arbiter statement (schema 16).
+    fresh = schedule_targets.report.request(command="c", idempotency_key="fresh",
+                                            payload={"report": "x"}, policy=None)
+    got = work.enqueue_many(SCOPE, [request("default", 0, {"report": "nightly"}), fresh])
+    assert (got[0].work_id, got[0].created) == (work_id, False) and got[1].created
+    assert routing() == [("nominal", "emails", 10, "emails", 10)]
+    with pytest.raises(IdempotencyConflict):
+        work.enqueue_many(SCOPE, [request("emails", 10, {"report": "other"}), fresh])
