@@ -5,7 +5,7 @@ stopped runners; backlog, lag and expired leases per queue; due Work per Work na
 schedules with the one action that fixes each; last hour's throughput. Facts come from
 ``durable_schedule.operations.status.collect`` (each scope read in its own runtime transaction),
 then filtered to the scopes the user may see (``ADMIN_SCOPES``); runners and queue totals are
-not tenant data. Queues are rows of one table, so named Work queues only add rows.
+not tenant data. The Work backlog is one row for the Work of every queue together.
 """
 
 from __future__ import annotations
@@ -94,7 +94,9 @@ class HealthDashboardAdmin(admin.ModelAdmin):
         suspended = [{"s": s, "fix": _fix(request, s)} for s in report.suspended_schedules]
         queues = [
             {"queue": "schedules", "kind": "schedule", "health": report.schedules},
-            {"queue": "default", "kind": "work", "health": report.work},
+            # Every Work queue together: the Work dispatch rows of all queues (named queues
+            # included) are one backlog here; due Work per Work name is below.
+            {"queue": "all queues", "kind": "work", "health": report.work},
         ]
         context = {
             **self.admin_site.each_context(request),

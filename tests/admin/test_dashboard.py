@@ -41,7 +41,8 @@ def test_dashboard__shows_runners_queues_and_the_fix_of_each_suspension(client, 
     assert 'class="runner-dead"><td>schedule</td><td>dead</td><td>old-1:7' in body
     assert 'class="runner-live"><td>schedule</td><td>live</td><td>new-1:8' in body
     assert "is dead: no heartbeat for" in body
-    assert "<td>default</td><td>work</td>" in body and "<td>schedules</td><td>schedule</td>" in body
+    assert "<td>all queues</td><td>work</td>" in body
+    assert "<td>schedules</td><td>schedule</td>" in body
     release = reverse("admin:durable_schedule_scheduledefinition_operate", args=["release"])
     assert f'href="{release}?ids={epoch["pk"]}&amp;scope=tenant-a' in body
     assert "Release after recovery…" in body
