@@ -5,7 +5,7 @@ stopped runners; backlog, lag and expired leases per queue; due Work per Work na
 schedules with the one action that fixes each; last hour's throughput. Facts come from
 ``durable_schedule.operations.status.collect`` (each scope read in its own runtime transaction),
 then filtered to the scopes the user may see (``ADMIN_SCOPES``); runners and queue totals are
-not tenant data. Queues are rows of one table, so named Work queues only add rows.
+not tenant data. The Work backlog is one row for the Work of every queue together.
 """
 
 from __future__ import annotations
@@ -86,12 +86,17 @@ class HealthDashboardAdmin(admin.ModelAdmin):
             visible = [s for s in report.suspended_schedules if seen.admits(s.scope_id)]
             hidden = len(report.suspended_schedules) - len(visible)
             report.suspended_schedules = visible
+            report.unlisted_queue_schedules = [u for u in report.unlisted_queue_schedules
+                                               if seen.admits(u.scope_id)]
+            report.tz_rules_mismatches = _visible_tz_mismatches(report, seen)
             report.work_by_state, report.finished_last_hour = {}, {}
             report.work_backlog_by_name = {}
         suspended = [{"s": s, "fix": _fix(request, s)} for s in report.suspended_schedules]
         queues = [
             {"queue": "schedules", "kind": "schedule", "health": report.schedules},
-            {"queue": "default", "kind": "work", "health": report.work},
+            # Every Work queue together: the Work dispatch rows of all queues (named queues
+            # included) are one backlog here; due Work per Work name is below.
+            {"queue": "all queues", "kind": "work", "health": report.work},
         ]
         context = {
             **self.admin_site.each_context(request),
@@ -109,3 +114,15 @@ class HealthDashboardAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/durable_schedule/runnerheartbeat/dashboard.html",
                                 context)
+
+
+def _visible_tz_mismatches(report, seen) -> list[str]:
+    """The report names cron schedules with changed tz rules as ``scope/schedule`` text, which
+    cannot be split back safely (a scope id may contain ``/``): read the inventory again and
+    keep the visible scopes' schedules only."""
+    if not report.tz_rules_mismatches:
+        return []
+    from durable_schedule.operations import tz_rules
+
+    return [f"{s.scope_id}/{s.schedule_id}" for s in tz_rules.collect().affected
+            if seen.admits(s.scope_id)]

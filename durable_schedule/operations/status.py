@@ -9,6 +9,10 @@ finished has no dispatch row, but its suspended Work still counts). So the repor
 needs no privilege that row-level security would have to make an exception for, and works the
 same when the owner is a superuser (development) or not (production).
 
+A live schedule whose target names a queue that ``DURABLE_SCHEDULE['QUEUES']`` no longer lists
+is a problem too: each of its occurrences is refused with DS244 until the queue is listed again
+or the schedule is updated (docs/work.md "Queues and priorities").
+
 Thresholds (settings, docs/operations.md): a queue whose oldest due row is later than
 ``LATENESS_ALERT_SECONDS`` or that has more than ``BACKLOG_ALERT`` rows due is a problem, and so
 is due work older than ``RUNNER_DEAD_SECONDS`` while no runner of that kind is alive. A dead
@@ -31,8 +35,8 @@ from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import connection, routed
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 
-__all__ = ["QueueHealth", "RunnerInfo", "StatusReport", "SuspendedSchedule", "collect",
-           "unreachable"]
+__all__ = ["QueueHealth", "RunnerInfo", "StatusReport", "SuspendedSchedule", "UnlistedQueue",
+           "collect", "unreachable"]
 
 
 def _q(name: str) -> str:
@@ -48,6 +52,15 @@ class SuspendedSchedule:
     revision: int
     #: The definition row's primary key (admin links); not part of the schedule's identity.
     definition_pk: int | None = None
+
+
+@dataclass
+class UnlistedQueue:
+    """A live schedule whose target's queue ``DURABLE_SCHEDULE['QUEUES']`` does not list."""
+
+    scope_id: str
+    schedule_id: str
+    queue: str
 
 
 @dataclass
@@ -73,6 +86,8 @@ class StatusReport:
     schedules: QueueHealth = field(default_factory=QueueHealth)
     work: QueueHealth = field(default_factory=QueueHealth)
     suspended_schedules: list[SuspendedSchedule] = field(default_factory=list)
+    #: Schedules held by DS244: their queue was dropped from DURABLE_SCHEDULE['QUEUES'].
+    unlisted_queue_schedules: list[UnlistedQueue] = field(default_factory=list)
     work_by_state: dict[str, int] = field(default_factory=dict)
     #: Schedules an operator paused (not a problem: a decision), and the instants skipped per
     #: cause over every schedule (docs/schedules.md "Missed instants").
@@ -122,6 +137,10 @@ class StatusReport:
                    for p in self.missing_partitions)
         for s in self.suspended_schedules:
             out.append(f"schedule {s.scope_id}/{s.schedule_id} suspended: {s.reason}")
+        out.extend(f"schedule {u.scope_id}/{u.schedule_id} targets queue {u.queue!r}, which "
+                   "DURABLE_SCHEDULE['QUEUES'] does not list (DS244): its occurrences wait "
+                   "until the queue is listed again or the schedule is updated"
+                   for u in self.unlisted_queue_schedules)
         out.extend(f"cron schedule {m} has changed tz rules (manage.py durable_tz_rules)"
                    for m in self.tz_rules_mismatches)
         if self.work_by_state.get("suspended"):
@@ -228,6 +247,11 @@ def _tz_rules(report: StatusReport, using: str | None) -> None:
 def _read_scope(cur, scope_id: str, report: StatusReport) -> None:
     cur.execute(_q("suspended_schedules"))
     report.suspended_schedules.extend(SuspendedSchedule(scope_id, *row) for row in cur.fetchall())
+    allowed = conf.queues()
+    if allowed is not None:
+        cur.execute(_q("unlisted_queue_schedules"), {"allowed": sorted(allowed)})
+        report.unlisted_queue_schedules.extend(
+            UnlistedQueue(scope_id, *row) for row in cur.fetchall())
     paused, missed, buffered = lifecycle_hooks.run_lifecycle(cur, "status_lifecycle",
                                                              {}).fetchone()
     report.paused_schedules += paused

@@ -8,7 +8,7 @@ by ``batch_work``), or per schedule (``step``, Work bridged by ``bridge``); both
 CronJob.
 """
 
-from durable_schedule.processor.processor import PassCounts, process_due
+from durable_schedule.processor.processor import PassCounts, process_due, process_due_once
 from durable_schedule.processor.step import ScheduleOutcome
 
-__all__ = ["PassCounts", "ScheduleOutcome", "process_due"]
+__all__ = ["PassCounts", "ScheduleOutcome", "process_due", "process_due_once"]

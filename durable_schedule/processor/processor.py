@@ -191,11 +191,55 @@ def process_due(
     is raised (no new claim is taken after it). A database error that a retry may cure (a lost
     connection, a deadlock) is raised at once; the runner retries the pass.
     """
+    counts = PassCounts()
+    _run_pass(counts, max_schedules, lease_owner, lease_duration, cancel,
+              claim_batch=claim_batch, batch_size=batch_size, using=using)
+    return counts
+
+
+def process_due_once(max_schedules: int = 1, **options: Any) -> PassCounts:
+    """``process_due`` under the runner's bounded transient retry (``process_schedules``
+    without ``--loop``), with ``max_schedules`` a bound on the whole run: an attempt that
+    failed after claiming some schedules leaves the retry only what is left (the schedules it
+    claimed were processed, or are held by their leases until these expire, like any claimed
+    row). The counts are those of every attempt together, outcomes included."""
+    validate_pass_arguments(max_schedules, options.get("claim_batch"),
+                            options.get("batch_size"), options.get("lease_owner"),
+                            options.get("lease_duration"))
+    spent = PassCounts()
+
+    @instrumented_pass("schedule")
+    def attempt() -> PassCounts:
+        nonlocal spent
+        tally = PassCounts()
+        try:
+            left = max_schedules - spent.claimed
+            if left > 0:
+                _run_pass(tally, left, **options)
+        finally:
+            # Counted even when the attempt raised: what it claimed is spent.
+            spent += tally
+        return tally
+
+    try:
+        run_with_retry("schedule.pass", attempt)
+    except DurableError as exc:
+        # The failed attempt noted its own counts; the run's are those of every attempt.
+        exc.context["pass_counts"] = spent.as_dict()
+        raise
+    return spent
+
+
+def _run_pass(counts: PassCounts, max_schedules: int, lease_owner: str | None = None,
+              lease_duration: timedelta | None = None, cancel: Any = None, *,
+              claim_batch: int | None = None, batch_size: int | None = None,
+              using: str | None = None) -> None:
+    """The pass itself, counting into ``counts`` as it goes, so that an attempt that raises
+    still tells what it claimed and what its committed schedules did."""
     per_batch, batch, owner, duration = validate_pass_arguments(
         max_schedules, claim_batch, batch_size, lease_owner, lease_duration)
     cancelled = _cancelled(cancel)
-    run = _Pass(owner, per_batch, using)
-    counts = run.counts
+    run = _Pass(owner, per_batch, using, counts)
     remaining = max_schedules
     while remaining > 0 and not cancelled():
         wanted = min(remaining, batch, MAX_ROWS)
@@ -209,7 +253,6 @@ def process_due(
         if isinstance(run.failure, DurableError):
             run.failure.context.setdefault("pass_counts", counts.as_dict())
         raise run.failure
-    return counts
 
 
 #: Errors that belong to one schedule: the others of the pass still make their progress.
@@ -219,13 +262,24 @@ _OWN_ERRORS = (DurableError, IntegrityError, DataError)
 class _Pass:
     """The claims of one pass, processed batch by batch (or alone), outcomes in claim order."""
 
-    def __init__(self, owner: str, per_batch: int, using: str | None) -> None:
+    def __init__(self, owner: str, per_batch: int, using: str | None,
+                 counts: PassCounts) -> None:
         self.owner, self.per_batch, self.using = owner, per_batch, using
-        self.counts = PassCounts()
+        self.counts = counts
         self.failure: BaseException | None = None
 
     def process(self, claims: list[Claim]) -> None:
         done: dict[Claim, ScheduleOutcome] = {}
+        try:
+            self._process(claims, done)
+        finally:
+            # Recorded even when a transient error ends the pass mid-way: these outcomes
+            # committed, and a retry of the pass must not count them again or lose them.
+            for one in claims:
+                if one in done:
+                    self._record(done[one])
+
+    def _process(self, claims: list[Claim], done: dict[Claim, ScheduleOutcome]) -> None:
         for group in _groups(claims, self.per_batch):
             if self.per_batch == 1:
                 self._alone(group[0], done)
@@ -250,9 +304,6 @@ class _Pass:
             done.update(result.outcomes)
             for one in result.deferred:
                 self._alone(one, done)
-        for one in claims:
-            if one in done:
-                self._record(done[one])
 
     def _alone(self, one: Claim, done: dict[Claim, ScheduleOutcome]) -> None:
         try:

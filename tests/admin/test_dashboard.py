@@ -41,7 +41,8 @@ def test_dashboard__shows_runners_queues_and_the_fix_of_each_suspension(client, 
     assert 'class="runner-dead"><td>schedule</td><td>dead</td><td>old-1:7' in body
     assert 'class="runner-live"><td>schedule</td><td>live</td><td>new-1:8' in body
     assert "is dead: no heartbeat for" in body
-    assert "<td>default</td><td>work</td>" in body and "<td>schedules</td><td>schedule</td>" in body
+    assert "<td>all queues</td><td>work</td>" in body
+    assert "<td>schedules</td><td>schedule</td>" in body
     release = reverse("admin:durable_schedule_scheduledefinition_operate", args=["release"])
     assert f'href="{release}?ids={epoch["pk"]}&amp;scope=tenant-a' in body
     assert "Release after recovery…" in body
@@ -68,3 +69,46 @@ def test_dashboard__a_scoped_user_sees_only_suspensions_of_their_scopes(client, 
 def test_dashboard__needs_the_view_permission(client, django_user_model, clock):
     client.force_login(_user(django_user_model, "nobody"))
     assert client.get(URL).status_code == 403
+
+
+def test_dashboard__a_scoped_user_sees_only_their_schedules_held_by_an_unlisted_queue(
+        client, scoped_users, django_user_model, clock, settings):
+    from demo import schedule_targets
+
+    from durable_schedule import schedules
+
+    for scope, name in (("tenant-a", "mine"), ("tenant-b", "theirs")):
+        schedules.create(scope, name, schedules.Every(timedelta(hours=1)),
+                         schedule_targets.report.target(payload={}, queue="emails"))
+    settings.DURABLE_SCHEDULE = {**settings.DURABLE_SCHEDULE, "QUEUES": ["reports"]}
+    user = _user(django_user_model, "alice", codenames=("view_runnerheartbeat",))
+    scoped_users["alice"] = ["tenant-a"]
+    client.force_login(user)
+    body = client.get(URL).content.decode()
+    assert "schedule tenant-a/mine targets queue &#x27;emails&#x27;" in body
+    assert "theirs" not in body and "tenant-b" not in body
+
+
+def test_dashboard__a_scoped_user_sees_only_their_cron_schedules_with_changed_tz_rules(
+        client, scoped_users, django_user_model, clock, tmp_path):
+    from datetime import UTC, datetime
+
+    from demo import schedule_targets
+
+    from durable_schedule import schedules
+    from durable_schedule.evaluation.cron import zones
+    from tests.evaluation.cron.tzif import write_tzif
+    from tests.schedules.test_cron import BERLIN_EARLY
+
+    clock.set(datetime(2030, 1, 1, tzinfo=UTC))
+    for scope, name in (("tenant-a", "mine"), ("tenant-b", "theirs")):
+        schedules.create(scope, name, schedules.Cron("0 12 * * *", "Europe/Berlin"),
+                         schedule_targets.report.target(payload={}))
+    user = _user(django_user_model, "alice", codenames=("view_runnerheartbeat",))
+    scoped_users["alice"] = ["tenant-a"]
+    client.force_login(user)
+    early = write_tzif(tmp_path / "berlin", BERLIN_EARLY, 3600, "CET")
+    with zones.override("Europe/Berlin", early):
+        body = client.get(URL).content.decode()
+    assert "cron schedule tenant-a/mine has changed tz rules" in body
+    assert "theirs" not in body and "tenant-b" not in body

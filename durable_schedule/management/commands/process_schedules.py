@@ -5,7 +5,9 @@ By default one pass over at most ``--max-schedules`` due schedules, for cron, a 
 a Kubernetes CronJob. ``--passes N`` runs up to N passes and stops early after a pass that
 claimed nothing. Prints each pass's counts (``-v 2`` lists every schedule's decision; ``-v 0``
 prints nothing); exits 0, or non-zero with the diagnostic code when a pass fails. A transient
-database error is retried (rollback, 3 retries, 250 ms -> 500 ms -> 1 s) before a pass fails.
+database error is retried (rollback, 3 retries, 250 ms -> 500 ms -> 1 s) before a pass fails;
+``--max-schedules`` bounds a pass with its retries together, and its printed counts are those
+of every attempt.
 ``--loop`` runs passes until SIGTERM/SIGINT (durable_schedule.runner: NOTIFY wake-up, quarantine
 of unevaluable rows, transient-error retry, daily partition maintenance, graceful stop, exit 0).
 """
@@ -20,11 +22,10 @@ from django.db import DatabaseError
 from durable_schedule import conf
 from durable_schedule.errors import DurableError
 from durable_schedule.observability.logs import print_stop_summary
-from durable_schedule.processor import PassCounts, process_due
+from durable_schedule.processor import PassCounts, process_due, process_due_once
 from durable_schedule.processor.processor import default_lease_owner, validate_pass_arguments
 from durable_schedule.runner.cli import add_runner_arguments, positive_int
 from durable_schedule.runner.pooler import check_prepared_statements
-from durable_schedule.runner.retry import run_with_retry
 
 
 class Command(BaseCommand):
@@ -52,10 +53,11 @@ class Command(BaseCommand):
         # it with its diagnostic code instead of an OverflowError
         duration = timedelta(seconds=seconds) if abs(seconds) <= 10**9 else seconds
 
+        pass_options = {"lease_owner": owner, "lease_duration": duration,
+                        "claim_batch": options["claim_batch"]}
+
         def one_pass(cancel=None) -> PassCounts:
-            return process_due(options["max_schedules"], lease_owner=owner,
-                               lease_duration=duration,
-                               claim_batch=options["claim_batch"], cancel=cancel)
+            return process_due(options["max_schedules"], cancel=cancel, **pass_options)
 
         try:
             # every argument before the database is touched: a refused run changes nothing
@@ -70,7 +72,9 @@ class Command(BaseCommand):
         total = PassCounts()
         for number in range(1, options["passes"] + 1):
             try:
-                counts = run_with_retry("schedule.pass", one_pass)
+                # --max-schedules bounds the pass across its transient retries, and the counts
+                # are those of every attempt (process_due_once)
+                counts = process_due_once(options["max_schedules"], **pass_options)
             except (DurableError, DatabaseError) as exc:
                 raise CommandError(f"pass {number} failed: {_chain(exc)}") from exc
             total += counts

@@ -25,6 +25,18 @@ select count(*) filter (where due_at <= durable_schedule_clock('clock') and leas
 select schedule_id, suspension_reason, suspended_at, revision, id
   from durable_schedule_definition where state = 'suspended' order by schedule_id
 
+-- name: unlisted_queue_schedules -- live schedules of the current scope whose active
+-- generation's target names a queue outside %(allowed)s (RLS scoped). A target stores its queue
+-- only when it is not the default one (work/target.py), and the default queue is always allowed.
+select d.schedule_id, g.target->>'queue'
+  from durable_schedule_definition d
+  join durable_schedule_generation g
+    on g.scope_id = d.scope_id and g.schedule_id = d.schedule_id
+   and g.generation = d.active_generation
+ where d.state in ('active', 'paused') and g.target ? 'queue'
+   and not (g.target->>'queue' = any(%(allowed)s))
+ order by d.schedule_id
+
 -- name: work_states -- Work counts by state in the current scope (RLS scoped).
 select state, count(*) from durable_work group by state
 
