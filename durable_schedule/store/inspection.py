@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from durable_schedule.store import drift
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 
@@ -21,7 +22,9 @@ RUNTIME_GRANTS: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = 
     "durable_schedule_scope": (("SELECT",), {"INSERT": ("scope_id",), "UPDATE": ("updated_at",)}),
     "durable_schedule_definition": (("SELECT", "INSERT"), {"UPDATE": (
         "state", "revision", "active_generation", "runtime_epoch", "scope_generation",
-        "cursor_utc", "suspension_reason", "suspension_evidence", "suspended_at", "updated_at")}),
+        "cursor_utc", "suspension_reason", "suspension_evidence", "suspended_at", "updated_at",
+        # pause / resume and the missed-instant counters (0011_lifecycle.sql)
+        "paused_at", "paused_by", "pause_note", "resumed_at", "missed")}),
     "durable_schedule_generation": (("SELECT", "INSERT"), {}),
     "durable_schedule_occurrence": (("SELECT", "INSERT"), {"UPDATE": (
         "state", "last_nominal_utc", "work_id", "work_command", "work_idempotency_key",
@@ -117,11 +120,14 @@ def grant_problems(cur) -> list[str]:
             problems.append(f"role {role} is superuser or bypasses row-level security")
     if problems:
         return problems
-    for table, (whole, by_column) in RUNTIME_GRANTS.items():
-        for priv in ("SELECT", "INSERT", "UPDATE", "DELETE"):
-            cur.execute("select has_table_privilege(%s, %s, %s)", (RUNTIME_ROLE, table, priv))
-            has = cur.fetchone()[0]
-            if (priv in whole) != has:
+    # Attached history partitions carry their own grants: the parent's contract applies.
+    partitions = drift.history_partitions(cur)
+    contract = dict(RUNTIME_GRANTS)
+    contract.update((p, RUNTIME_GRANTS[drift.HISTORY]) for p in partitions)
+    for table, (whole, by_column) in contract.items():
+        held = drift.table_privileges(cur, RUNTIME_ROLE, table)
+        for priv in drift.TABLE_PRIVILEGES:
+            if (priv in whole) != (priv in held):
                 state = "lacks" if priv in whole else "has unexpected"
                 problems.append(f"{RUNTIME_ROLE} {state} {priv} on {table}")
         for priv, columns in by_column.items():
@@ -130,10 +136,11 @@ def grant_problems(cur) -> list[str]:
                             (RUNTIME_ROLE, table, column, priv))
                 if not cur.fetchone()[0]:
                     problems.append(f"{RUNTIME_ROLE} lacks {priv} ({column}) on {table}")
-        cur.execute("select has_table_privilege(%s, %s, 'SELECT,INSERT,UPDATE,DELETE')",
-                    (DISPATCHER_ROLE, table))
-        if cur.fetchone()[0]:
+        problems.extend(drift.column_extras(cur, RUNTIME_ROLE, table, by_column, held))
+        if drift.table_privileges(cur, DISPATCHER_ROLE, table):
             problems.append(f"{DISPATCHER_ROLE} has table privileges on {table}")
+    problems.extend(drift.rls_problems(cur, list(contract), runtime=RUNTIME_ROLE,
+                                       dispatcher=DISPATCHER_ROLE))
     for column in DISPATCHER_COLUMNS:
         cur.execute("select has_column_privilege(%s, 'durable_schedule_dispatch', %s, 'SELECT')",
                     (DISPATCHER_ROLE, column))

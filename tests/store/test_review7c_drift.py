@@ -1,0 +1,92 @@
+"""``manage.py check`` (durable_schedule.E003) and ``durable_status`` promise to report a store
+whose security drifted from the contract (docs/security.md): not only a missing grant, but
+every grant, policy or RLS switch that widens what the runtime or dispatcher role may reach.
+Each statement below widens it by hand; each must be reported. The changes are made in the
+test's own transaction and rolled back with it."""
+
+from __future__ import annotations
+
+import pytest
+from django.core import checks
+from django.db import connection
+
+pytestmark = pytest.mark.django_db
+
+ISOLATION = ("scope_id = NULLIF(pg_catalog.current_setting('durable_schedule.scope_id', true),"
+             " '')")
+
+DRIFTS = {
+    # TRUNCATE ignores row-level security: every scope's Work at once.
+    "truncate": ("grant truncate on durable_work to durable_runtime",
+                 "durable_runtime has unexpected TRUNCATE on durable_work"),
+    "dispatcher_truncate": ("grant truncate on durable_work_dispatch to durable_dispatcher",
+                            "durable_dispatcher has table privileges on durable_work_dispatch"),
+    "public_truncate": ("grant truncate on durable_schedule_history to public",
+                        "has unexpected TRUNCATE on durable_schedule_history"),
+    # Column grants: the runtime never updates identity or scope columns.
+    "update_scope_id": ("grant update (scope_id) on durable_work to durable_runtime",
+                        "durable_runtime has unexpected UPDATE (scope_id) on durable_work"),
+    "update_payload": ("grant update (payload) on durable_work to durable_runtime",
+                       "durable_runtime has unexpected UPDATE (payload) on durable_work"),
+    "insert_generation": ("grant insert (generation) on durable_schedule_scope to "
+                          "durable_runtime",
+                          "durable_runtime has unexpected INSERT (generation) on "
+                          "durable_schedule_scope"),
+    # A policy that admits every scope, an extra permissive policy, RLS lifted.
+    "open_policy": ("alter policy durable_scope_isolation on durable_work using (true)",
+                    "policy durable_scope_isolation on durable_work is not the contract's"),
+    "extra_policy": ("create policy everything on durable_work_permit using (true)",
+                     "unexpected policy everything on durable_work_permit"),
+    "dropped_policy": ("drop policy durable_scope_isolation on durable_work_history",
+                       "policy durable_scope_isolation on durable_work_history is missing"),
+    "no_force": ("alter table durable_work no force row level security",
+                 "row-level security is not enabled and forced on durable_work"),
+    "disabled": ("alter table durable_schedule_occurrence disable row level security",
+                 "row-level security is not enabled and forced on durable_schedule_occurrence"),
+    # History partitions carry their own grants and policy.
+    "partition_grant": ("grant select on durable_schedule_history_default to "
+                        "durable_dispatcher",
+                        "durable_dispatcher has table privileges on "
+                        "durable_schedule_history_default"),
+    "partition_update": ("grant update on durable_schedule_history_default to "
+                         "durable_runtime",
+                         "durable_runtime has unexpected UPDATE on "
+                         "durable_schedule_history_default"),
+    "partition_policy": ("alter policy durable_scope_isolation on "
+                         "durable_schedule_history_default using (true)",
+                         "policy durable_scope_isolation on durable_schedule_history_default "
+                         "is not the contract's"),
+}
+
+
+def problems() -> list[str]:
+    return [m.msg for m in checks.run_checks() if m.id == "durable_schedule.E003"]
+
+
+@pytest.mark.parametrize("drift", sorted(DRIFTS))
+def test_check__reports_a_widened_grant_policy_or_rls_switch(drift):
+    statement, expected = DRIFTS[drift]
+    with connection.cursor() as cur:
+        cur.execute(statement)
+    found = problems()
+    assert any(expected in m for m in found), found
+
+
+def test_check__a_policy_restored_to_the_contract_is_silent_again():
+    with connection.cursor() as cur:
+        cur.execute("alter policy durable_scope_isolation on durable_work using (true)")
+        cur.execute(f"alter policy durable_scope_isolation on durable_work using ({ISOLATION})")
+    assert problems() == []
+
+
+def test_check__an_archived_month_is_not_drift():
+    # Archiving detaches a month, revokes the runtime's grants and lifts FORCE RLS
+    # (operations/archive.py): a detached table is the owner's archive, not a live partition.
+    with connection.cursor() as cur:
+        cur.execute("create table durable_schedule_history_200001 partition of "
+                    "durable_schedule_history for values from ('2000-01-01') to ('2000-02-01')")
+        cur.execute("alter table durable_schedule_history detach partition "
+                    "durable_schedule_history_200001")
+        cur.execute("revoke all on durable_schedule_history_200001 from durable_runtime")
+        cur.execute("alter table durable_schedule_history_200001 no force row level security")
+    assert problems() == []
