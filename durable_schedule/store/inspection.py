@@ -168,6 +168,9 @@ def grant_problems(cur) -> list[str]:
     if cur.fetchone()[0]:
         cur.execute(_q("public_functions"))
         problems.extend(f"PUBLIC may EXECUTE {fn}" for (fn,) in cur.fetchall())
+        cur.execute(_q("unpinned_definer_functions"))
+        problems.extend(f"SECURITY DEFINER function {fn} lacks its pinned search_path "
+                        "(<app schema>, pg_temp)" for (fn,) in cur.fetchall())
     cur.execute(_q("executable_functions"), (DISPATCHER_ROLE,))
     for (fn,) in cur.fetchall():
         if fn.replace(" ", "") not in {f.replace(" ", "") for f in DISPATCHER_FUNCTIONS}:

@@ -90,3 +90,18 @@ def test_check__an_archived_month_is_not_drift():
         cur.execute("revoke all on durable_schedule_history_200001 from durable_runtime")
         cur.execute("alter table durable_schedule_history_200001 no force row level security")
     assert problems() == []
+
+
+@pytest.mark.parametrize("statement", [
+    "alter function claim_work_dispatch(text, interval, integer, text[]) reset search_path",
+    "alter function durable_runner_beat(uuid, text, text, text, integer, text, double precision,"
+    " bigint, jsonb, boolean) set search_path = public, pg_temp, \"$user\"",
+])
+def test_check__a_security_definer_function_without_its_pinned_search_path_is_reported(
+        statement):
+    # A SECURITY DEFINER function resolves names with the owner's rights: unpinned (or with a
+    # schema the caller may create objects in), a caller's planted function or table is used.
+    with connection.cursor() as cur:
+        cur.execute(statement)
+    found = problems()
+    assert any("SECURITY DEFINER" in m and "search_path" in m for m in found), found

@@ -54,3 +54,12 @@ select c.relname::text, c.relrowsecurity, c.relforcerowsecurity, pg_get_userbyid
 select tablename::text, policyname::text, permissive, cmd, roles::text[], qual, with_check
   from pg_policies
  where schemaname = current_schema() and tablename = any(%(tables)s::text[])
+
+-- name: unpinned_definer_functions -- store functions that run with the owner's rights
+-- (SECURITY DEFINER) without exactly the pinned search_path of the migrations
+-- (<app schema>, pg_temp): any other path lets a caller's planted object be resolved.
+select s.f::text from durable_schedule_store_functions() as s(f) join pg_proc p on p.oid = s.f
+ where p.prosecdef
+   and p.proconfig is distinct from
+       array['search_path=' || quote_ident(current_schema()) || ', pg_temp']
+ order by 1
