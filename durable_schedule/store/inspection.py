@@ -104,12 +104,19 @@ def schema_report(cur) -> SchemaReport:
     if row is None:
         return SchemaReport(migrated=False)
     report = SchemaReport(True, row[0], row[1], row[2])
-    report.role_problems = grant_problems(cur)
+    report.role_problems = grant_problems(cur, schema_version=row[0])
     return report
 
 
-def grant_problems(cur) -> list[str]:
-    """Every difference between the live roles/grants and the contract, as sentences."""
+def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
+    """Every difference between the live roles/grants and the contract, as sentences.
+
+    A store at a newer schema than this code (``schema_version`` above SCHEMA_VERSION, still
+    admitted by its floor) may grant more columns and carry more or changed policies than this
+    code's contract knows: those are left to the newer code's check. What no migration ever
+    does (TRUNCATE and the other never-granted privileges, row-level security off or
+    unforced) is reported whatever the schema."""
+    exact = schema_version is None or schema_version <= SCHEMA_VERSION
     problems: list[str] = []
     for role in (RUNTIME_ROLE, DISPATCHER_ROLE):
         cur.execute(_q("role_flags"), (role,))
@@ -136,11 +143,12 @@ def grant_problems(cur) -> list[str]:
                             (RUNTIME_ROLE, table, column, priv))
                 if not cur.fetchone()[0]:
                     problems.append(f"{RUNTIME_ROLE} lacks {priv} ({column}) on {table}")
-        problems.extend(drift.column_extras(cur, RUNTIME_ROLE, table, by_column, held))
+        if exact:
+            problems.extend(drift.column_extras(cur, RUNTIME_ROLE, table, by_column, held))
         if drift.table_privileges(cur, DISPATCHER_ROLE, table):
             problems.append(f"{DISPATCHER_ROLE} has table privileges on {table}")
     problems.extend(drift.rls_problems(cur, list(contract), runtime=RUNTIME_ROLE,
-                                       dispatcher=DISPATCHER_ROLE))
+                                       dispatcher=DISPATCHER_ROLE, policies=exact))
     for column in DISPATCHER_COLUMNS:
         cur.execute("select has_column_privilege(%s, 'durable_schedule_dispatch', %s, 'SELECT')",
                     (DISPATCHER_ROLE, column))

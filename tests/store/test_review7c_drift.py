@@ -105,3 +105,34 @@ def test_check__a_security_definer_function_without_its_pinned_search_path_is_re
         cur.execute(statement)
     found = problems()
     assert any("SECURITY DEFINER" in m and "search_path" in m for m in found), found
+
+
+@pytest.mark.parametrize("statement", [
+    "grant update (payload) on durable_work to durable_runtime",
+    "create policy newer_migration on durable_work_permit for select to durable_runtime"
+    " using (false)",
+])
+def test_check__a_newer_compatible_schema_may_add_grants_and_policies(statement):
+    # A store migrated past this code (its floor still admits it: a rolling upgrade) may grant
+    # columns or add policies this code's contract does not know; that is not drift, and
+    # reporting it (E003) would stop this code's runners during the upgrade.
+    from durable_schedule.store.version import SCHEMA_VERSION
+
+    with connection.cursor() as cur:
+        cur.execute("update durable_schedule_store set schema_version = %s",
+                    [SCHEMA_VERSION + 1])
+        cur.execute(statement)
+    assert problems() == []
+
+
+@pytest.mark.parametrize("drift", ["truncate", "no_force", "disabled"])
+def test_check__a_newer_schema_still_never_truncates_or_lifts_rls(drift):
+    from durable_schedule.store.version import SCHEMA_VERSION
+
+    statement, expected = DRIFTS[drift]
+    with connection.cursor() as cur:
+        cur.execute("update durable_schedule_store set schema_version = %s",
+                    [SCHEMA_VERSION + 1])
+        cur.execute(statement)
+    found = problems()
+    assert any(expected in m for m in found), found
