@@ -49,12 +49,13 @@ def _q(name: str) -> str:
     return query("inspection_queries.sql", name)
 
 
-def _normal(expr: str | None, schema: str) -> str | None:
+def _normal(expr: str | None) -> str | None:
     """An expression as PostgreSQL deparses it, without what deparsing adds or drops
-    (whitespace, parentheses, ``::text`` casts, pg_catalog/schema qualifiers), lower case."""
+    (whitespace, parentheses, ``::text`` casts, the ``pg_catalog.`` the migrations write),
+    lower case. Any other qualifier stays: a function of another schema is another function."""
     if expr is None:
         return None
-    text = expr.replace("::text", "").replace("pg_catalog.", "").replace(f"{schema}.", "")
+    text = expr.replace("::text", "").replace("pg_catalog.", "")
     return re.sub(r"[\s()]", "", text).lower()
 
 
@@ -89,8 +90,6 @@ def rls_problems(cur, tables: list[str], *, runtime: str, dispatcher: str,
     """Row-level security enabled and forced, and (with ``policies``) exactly the contract's
     policies, on every scoped table and attached history partition."""
     scoped = [t for t in tables if t not in UNSCOPED]
-    cur.execute("select current_schema()")
-    schema = cur.fetchone()[0]
     cur.execute(_q("rls_flags"), {"tables": scoped})
     flags = {name: (enabled, forced, owner) for name, enabled, forced, owner in cur.fetchall()}
     problems = []
@@ -122,7 +121,7 @@ def rls_problems(cur, tables: list[str], *, runtime: str, dispatcher: str,
             permissive, live_cmd, live_roles, live_qual, live_check = found[name]
             want_roles = tuple(sorted(r.format(owner=flags[table][2], **names) for r in roles))
             if (permissive != "PERMISSIVE" or live_cmd != cmd or live_roles != want_roles
-                    or _normal(live_qual, schema) != _normal(qual, schema)
-                    or _normal(live_check, schema) != _normal(check, schema)):
+                    or _normal(live_qual) != _normal(qual)
+                    or _normal(live_check) != _normal(check)):
                 problems.append(f"policy {name} on {table} is not the contract's")
     return problems

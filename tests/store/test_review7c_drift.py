@@ -136,3 +136,18 @@ def test_check__a_newer_schema_still_never_truncates_or_lifts_rls(drift):
         cur.execute(statement)
     found = problems()
     assert any(expected in m for m in found), found
+
+
+def test_check__a_policy_calling_a_lookalike_function_of_the_app_schema_is_reported():
+    # Same text once qualifiers are dropped, another function: it may answer any scope.
+    with connection.cursor() as cur:
+        cur.execute("select current_schema()")
+        schema = cur.fetchone()[0]
+        cur.execute(f'create function "{schema}".current_setting(text, boolean)'
+                    " returns text language sql as $$ select 'tenant-b' $$")
+        cur.execute("alter policy durable_scope_isolation on durable_work using (scope_id ="
+                    f' NULLIF("{schema}".current_setting(\'durable_schedule.scope_id\','
+                    " true), ''))")
+    found = problems()
+    assert any("policy durable_scope_isolation on durable_work is not the contract's" in m
+               for m in found), found
