@@ -104,7 +104,10 @@ def schema_report(cur) -> SchemaReport:
     if row is None:
         return SchemaReport(migrated=False)
     report = SchemaReport(True, row[0], row[1], row[2])
-    report.role_problems = grant_problems(cur, schema_version=row[0])
+    if (row[0] or 0) >= REQUIRED_SCHEMA:
+        # Below it the store lacks tables and columns the contract names: reading them would
+        # fail (a mere "cannot read" warning instead of DS401); migrate first, then compare.
+        report.role_problems = grant_problems(cur, schema_version=row[0])
     return report
 
 

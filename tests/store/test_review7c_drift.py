@@ -151,3 +151,36 @@ def test_check__a_policy_calling_a_lookalike_function_of_the_app_schema_is_repor
     found = problems()
     assert any("policy durable_scope_isolation on durable_work is not the contract's" in m
                for m in found), found
+
+
+def test_check__an_old_store_is_a_ds401_error_not_an_unreadable_warning():
+    # A store many schemas below the floor lacks tables and columns the grant contract names:
+    # reading the grants failed and the check said only W004 ("cannot read"), a warning, so
+    # `manage.py check` passed and commands ran against it. Below the floor the grants are not
+    # compared at all (migrate first); the finding is DS401 (E002).
+    with connection.cursor() as cur:
+        cur.execute("update durable_schedule_store set schema_version = 4,"
+                    " compatibility_floor = 4")
+        cur.execute("drop table durable_runner_heartbeat")  # created by schema 5
+    found = {m.id: m.msg for m in checks.run_checks() if m.id.startswith("durable_schedule")}
+    assert "durable_schedule.W004" not in found, found
+    assert "DS401" in found.get("durable_schedule.E002", ""), found
+
+
+def test_status__an_old_store_is_a_ds401_not_an_unreachable_store():
+    import json
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    with connection.cursor() as cur:
+        cur.execute("update durable_schedule_store set schema_version = 4,"
+                    " compatibility_floor = 4")
+        cur.execute("drop table durable_schedule_routing")  # created by schema 5
+    out = StringIO()
+    with pytest.raises(SystemExit) as exited:
+        call_command("durable_status", "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert exited.value.code == 2
+    assert report["reachable"] and report["migrated"], report["problems"]
+    assert any(p.startswith("DS401") for p in report["problems"]), report["problems"]
