@@ -565,8 +565,9 @@ class StoreUnreachable(OperationsError):
 
 class InvalidRetention(OperationsError):
     code = "DS427"
-    next_action = ("Give --older-than as a positive duration such as 30d, 12h or 90m, at least "
-                   "the minimum of docs/operations.md \"Retention\".")
+    next_action = ("Give --older-than as a whole number with a unit m, h, d or w (30d, 12h, "
+                   "90m), at least 1h and at most 365000d, and --batch between 1 and 10000 "
+                   "(docs/operations.md \"Retention\").")
 
 
 class PartitionArchiveRefused(OperationsError):

@@ -188,15 +188,17 @@ class StoreCollector:
 
         facts = read_gauges(using=self.using)
         up = GaugeMetricFamily("durable_schedule_store_up",
-                               "1 when the store answered and is migrated, else 0")
+                               "1 when the store answered and is at a schema this code runs "
+                               "against, else 0")
         up.add_metric([], 1 if facts.up else 0)
         yield up
+        if facts.schema_version is not None:  # also when down: a misfit schema says why
+            schema = GaugeMetricFamily("durable_schedule_schema_version",
+                                       "Schema version of the store")
+            schema.add_metric([], facts.schema_version)
+            yield schema
         if not facts.up:
             return
-        schema = GaugeMetricFamily("durable_schedule_schema_version",
-                                   "Schema version of the store")
-        schema.add_metric([], facts.schema_version)
-        yield schema
         backlog = GaugeMetricFamily("durable_schedule_backlog",
                                     "Due dispatch rows nobody holds a lease on", labels=["queue"])
         lag = GaugeMetricFamily("durable_schedule_oldest_due_lag_seconds",

@@ -14,9 +14,9 @@ from typing import Any
 from django.db import DatabaseError
 
 from durable_schedule import conf
-from durable_schedule.store import inspection
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import connection
+from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 
 
 def _q(name: str) -> str:
@@ -102,7 +102,9 @@ def _counts(value) -> dict[str, Any]:
 
 
 def read_gauges(*, using: str | None = None) -> Gauges:
-    """The gauges; ``up=False`` when the store cannot be reached or is not migrated."""
+    """The gauges; ``up=False`` when the store cannot be reached, is not migrated, or is at a
+    schema this code cannot run against (below REQUIRED_SCHEMA, or a floor above
+    SCHEMA_VERSION)."""
     try:
         with connection(using).cursor() as cur:
             cur.execute(query("inspection_queries.sql", "store_exists"))
@@ -112,10 +114,14 @@ def read_gauges(*, using: str | None = None) -> Gauges:
             row = cur.fetchone()
             if row is None:
                 return Gauges(up=False)
-            facts = Gauges(up=True, schema_version=row[0], queues=queue_health(cur))
-            if (row[0] or 0) >= inspection.REQUIRED_SCHEMA:
-                facts.runners = runners(cur)
-            return facts
+            schema, floor = row[0], row[1]
+            if ((schema or 0) < REQUIRED_SCHEMA
+                    or (floor or 0) > SCHEMA_VERSION):
+                # Runners refuse such a store (DS401): it is down for the alert that pages on
+                # store_up, as it is for durable_status (exit 2); the version says why.
+                return Gauges(up=False, schema_version=schema)
+            return Gauges(up=True, schema_version=schema, queues=queue_health(cur),
+                          runners=runners(cur))
     except DatabaseError:
         conn = connection(using)
         if not conn.in_atomic_block:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from durable_schedule.store import drift
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 
@@ -21,7 +22,9 @@ RUNTIME_GRANTS: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = 
     "durable_schedule_scope": (("SELECT",), {"INSERT": ("scope_id",), "UPDATE": ("updated_at",)}),
     "durable_schedule_definition": (("SELECT", "INSERT"), {"UPDATE": (
         "state", "revision", "active_generation", "runtime_epoch", "scope_generation",
-        "cursor_utc", "suspension_reason", "suspension_evidence", "suspended_at", "updated_at")}),
+        "cursor_utc", "suspension_reason", "suspension_evidence", "suspended_at", "updated_at",
+        # pause / resume and the missed-instant counters (0011_lifecycle.sql)
+        "paused_at", "paused_by", "pause_note", "resumed_at", "missed")}),
     "durable_schedule_generation": (("SELECT", "INSERT"), {}),
     "durable_schedule_occurrence": (("SELECT", "INSERT"), {"UPDATE": (
         "state", "last_nominal_utc", "work_id", "work_command", "work_idempotency_key",
@@ -101,12 +104,22 @@ def schema_report(cur) -> SchemaReport:
     if row is None:
         return SchemaReport(migrated=False)
     report = SchemaReport(True, row[0], row[1], row[2])
-    report.role_problems = grant_problems(cur)
+    if (row[0] or 0) >= REQUIRED_SCHEMA:
+        # Below it the store lacks tables and columns the contract names: reading them would
+        # fail (a mere "cannot read" warning instead of DS401); migrate first, then compare.
+        report.role_problems = grant_problems(cur, schema_version=row[0])
     return report
 
 
-def grant_problems(cur) -> list[str]:
-    """Every difference between the live roles/grants and the contract, as sentences."""
+def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
+    """Every difference between the live roles/grants and the contract, as sentences.
+
+    A store at a newer schema than this code (``schema_version`` above SCHEMA_VERSION, still
+    admitted by its floor) may grant more columns and carry more or changed policies than this
+    code's contract knows: those are left to the newer code's check. What no migration ever
+    does (TRUNCATE and the other never-granted privileges, row-level security off or
+    unforced) is reported whatever the schema."""
+    exact = schema_version is None or schema_version <= SCHEMA_VERSION
     problems: list[str] = []
     for role in (RUNTIME_ROLE, DISPATCHER_ROLE):
         cur.execute(_q("role_flags"), (role,))
@@ -117,11 +130,14 @@ def grant_problems(cur) -> list[str]:
             problems.append(f"role {role} is superuser or bypasses row-level security")
     if problems:
         return problems
-    for table, (whole, by_column) in RUNTIME_GRANTS.items():
-        for priv in ("SELECT", "INSERT", "UPDATE", "DELETE"):
-            cur.execute("select has_table_privilege(%s, %s, %s)", (RUNTIME_ROLE, table, priv))
-            has = cur.fetchone()[0]
-            if (priv in whole) != has:
+    # Attached history partitions carry their own grants: the parent's contract applies.
+    partitions = drift.history_partitions(cur)
+    contract = dict(RUNTIME_GRANTS)
+    contract.update((p, RUNTIME_GRANTS[drift.HISTORY]) for p in partitions)
+    for table, (whole, by_column) in contract.items():
+        held = drift.table_privileges(cur, RUNTIME_ROLE, table)
+        for priv in drift.TABLE_PRIVILEGES:
+            if (priv in whole) != (priv in held):
                 state = "lacks" if priv in whole else "has unexpected"
                 problems.append(f"{RUNTIME_ROLE} {state} {priv} on {table}")
         for priv, columns in by_column.items():
@@ -130,10 +146,12 @@ def grant_problems(cur) -> list[str]:
                             (RUNTIME_ROLE, table, column, priv))
                 if not cur.fetchone()[0]:
                     problems.append(f"{RUNTIME_ROLE} lacks {priv} ({column}) on {table}")
-        cur.execute("select has_table_privilege(%s, %s, 'SELECT,INSERT,UPDATE,DELETE')",
-                    (DISPATCHER_ROLE, table))
-        if cur.fetchone()[0]:
+        if exact:
+            problems.extend(drift.column_extras(cur, RUNTIME_ROLE, table, by_column, held))
+        if drift.table_privileges(cur, DISPATCHER_ROLE, table):
             problems.append(f"{DISPATCHER_ROLE} has table privileges on {table}")
+    problems.extend(drift.rls_problems(cur, list(contract), runtime=RUNTIME_ROLE,
+                                       dispatcher=DISPATCHER_ROLE, policies=exact))
     for column in DISPATCHER_COLUMNS:
         cur.execute("select has_column_privilege(%s, 'durable_schedule_dispatch', %s, 'SELECT')",
                     (DISPATCHER_ROLE, column))
@@ -161,6 +179,9 @@ def grant_problems(cur) -> list[str]:
     if cur.fetchone()[0]:
         cur.execute(_q("public_functions"))
         problems.extend(f"PUBLIC may EXECUTE {fn}" for (fn,) in cur.fetchall())
+        cur.execute(_q("unpinned_definer_functions"))
+        problems.extend(f"SECURITY DEFINER function {fn} lacks its pinned search_path "
+                        "(<app schema>, pg_temp)" for (fn,) in cur.fetchall())
     cur.execute(_q("executable_functions"), (DISPATCHER_ROLE,))
     for (fn,) in cur.fetchall():
         if fn.replace(" ", "") not in {f.replace(" ", "") for f in DISPATCHER_FUNCTIONS}:

@@ -29,3 +29,37 @@ select durable_schedule_revoke_public_execute()
 
 -- name: has_store_functions -- is the schema-5 function present (older stores lack it)?
 select to_regprocedure('durable_schedule_store_functions()') is not null
+
+-- name: history_partitions -- the attached partitions of the schedule history (store/drift.py).
+select c.relname from pg_inherits i join pg_class c on c.oid = i.inhrelid
+ where i.inhparent = to_regclass('durable_schedule_history') order by 1
+
+-- name: table_privileges -- which of the given table privileges a role holds (PUBLIC's included).
+select p from unnest(%(privs)s::text[]) as p
+ where has_table_privilege(%(role)s, %(table)s, p)
+
+-- name: column_privileges -- (column, privilege) pairs a role holds on a table's live columns.
+select a.attname::text, p
+  from pg_attribute a cross join unnest(%(privs)s::text[]) as p
+ where a.attrelid = %(table)s::regclass and a.attnum > 0 and not a.attisdropped
+   and has_column_privilege(%(role)s, a.attrelid, a.attnum, p)
+ order by 1, 2
+
+-- name: rls_flags -- row-level security enabled / forced, and the owner, of the given tables.
+select c.relname::text, c.relrowsecurity, c.relforcerowsecurity, pg_get_userbyid(c.relowner)::text
+  from pg_class c
+ where c.relnamespace = current_schema()::regnamespace and c.relname = any(%(tables)s::text[])
+
+-- name: policies -- every policy on the given tables, as pg_policies shows it.
+select tablename::text, policyname::text, permissive, cmd, roles::text[], qual, with_check
+  from pg_policies
+ where schemaname = current_schema() and tablename = any(%(tables)s::text[])
+
+-- name: unpinned_definer_functions -- store functions that run with the owner's rights
+-- (SECURITY DEFINER) without exactly the pinned search_path of the migrations
+-- (<app schema>, pg_temp): any other path lets a caller's planted object be resolved.
+select s.f::text from durable_schedule_store_functions() as s(f) join pg_proc p on p.oid = s.f
+ where p.prosecdef
+   and p.proconfig is distinct from
+       array['search_path=' || quote_ident(current_schema()) || ', pg_temp']
+ order by 1

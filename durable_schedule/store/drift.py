@@ -1,0 +1,127 @@
+"""The widening half of the drift check (store/inspection.py ``grant_problems``): privileges the
+contract never grants, row-level security switched off or unforced, and policies that differ
+from the migrations' (docs/security.md).
+
+A missing grant breaks the runtime loudly; a widened one breaks tenant isolation silently, so
+it is the one a check must find: TRUNCATE (which ignores row-level security), a column grant on
+an identity or scope column, an extra permissive policy, a policy rewritten to ``true``, FORCE
+lifted. Attached history partitions are checked like their parent: PostgreSQL applies a
+partition's own grants and policies when it is queried directly. Detached (archived) months
+are the owner's alone (operations/archive.py) and are not checked.
+"""
+
+from __future__ import annotations
+
+import re
+
+from durable_schedule.store.sqlfiles import query
+
+#: Privileges the contract never grants on a table, to any role.
+NEVER_GRANTED = ("TRUNCATE", "REFERENCES", "TRIGGER")
+TABLE_PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE") + NEVER_GRANTED
+COLUMN_PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "REFERENCES")
+HISTORY = "durable_schedule_history"
+#: Tables without row-level security by design (no scope id, or owner-only registries).
+UNSCOPED = frozenset({"durable_schedule_store", "durable_runner_heartbeat",
+                      "durable_schedule_routing"})
+
+_ISOLATION = "scope_id = NULLIF(current_setting('durable_schedule.scope_id', true), '')"
+_DISPATCH_RUNTIME = ("scope_routing_id = (SELECT s.routing_id FROM durable_schedule_scope s "
+                     f"WHERE s.{_ISOLATION})")
+#: policy -> (command, roles, USING, WITH CHECK); "{owner}" is the table's owner, "{runtime}"
+#: and "{dispatcher}" the roles. Every scoped table has the isolation policy.
+_ISOLATION_POLICY = {"durable_scope_isolation": ("ALL", ("public",), _ISOLATION, _ISOLATION)}
+_DISPATCH_POLICIES = {
+    "durable_dispatch_runtime": ("ALL", ("{runtime}",), _DISPATCH_RUNTIME, _DISPATCH_RUNTIME),
+    "durable_dispatch_dispatcher": ("SELECT", ("{dispatcher}",), "true", None),
+    "durable_dispatch_owner": ("ALL", ("{owner}",), "true", "true"),
+}
+EXTRA_POLICIES = {
+    "durable_schedule_scope": {"durable_scope_routing_lookup": (
+        "SELECT", ("{runtime}",),
+        "routing_id = NULLIF(current_setting('durable_schedule.routing_id', true), '')::bigint",
+        None)},
+}
+DISPATCH_TABLES = frozenset({"durable_schedule_dispatch", "durable_work_dispatch"})
+
+
+def _q(name: str) -> str:
+    return query("inspection_queries.sql", name)
+
+
+def _normal(expr: str | None) -> str | None:
+    """An expression as PostgreSQL deparses it, without what deparsing adds or drops
+    (whitespace, parentheses, ``::text`` casts, the ``pg_catalog.`` the migrations write),
+    lower case. Any other qualifier stays: a function of another schema is another function."""
+    if expr is None:
+        return None
+    text = expr.replace("::text", "").replace("pg_catalog.", "")
+    return re.sub(r"[\s()]", "", text).lower()
+
+
+def history_partitions(cur) -> list[str]:
+    """The attached partitions of the schedule history (the default one included)."""
+    cur.execute(_q("history_partitions"))
+    return [r[0] for r in cur.fetchall()]
+
+
+def table_privileges(cur, role: str, table: str) -> set[str]:
+    cur.execute(_q("table_privileges"), {"role": role, "table": table,
+                                          "privs": list(TABLE_PRIVILEGES)})
+    return {r[0] for r in cur.fetchall()}
+
+
+def column_extras(cur, role: str, table: str, by_column: dict[str, tuple[str, ...]],
+                  held: set[str]) -> list[str]:
+    """Column privileges beyond the contract's, for privileges not ``held`` table-wide (a
+    table-wide one, expected or not, is the caller's finding, once, not per column)."""
+    cur.execute(_q("column_privileges"), {"role": role, "table": table,
+                                           "privs": list(COLUMN_PRIVILEGES)})
+    out = []
+    for column, priv in cur.fetchall():
+        if priv in held or column in by_column.get(priv, ()):
+            continue
+        out.append(f"{role} has unexpected {priv} ({column}) on {table}")
+    return out
+
+
+def rls_problems(cur, tables: list[str], *, runtime: str, dispatcher: str,
+                 policies: bool = True) -> list[str]:
+    """Row-level security enabled and forced, and (with ``policies``) exactly the contract's
+    policies, on every scoped table and attached history partition."""
+    scoped = [t for t in tables if t not in UNSCOPED]
+    cur.execute(_q("rls_flags"), {"tables": scoped})
+    flags = {name: (enabled, forced, owner) for name, enabled, forced, owner in cur.fetchall()}
+    problems = []
+    for table in scoped:
+        if table not in flags:
+            continue  # a missing table is another check's finding (the migration state)
+        enabled, forced, _owner = flags[table]
+        if not (enabled and forced):
+            problems.append(f"row-level security is not enabled and forced on {table}")
+    if not policies:
+        return problems
+    cur.execute(_q("policies"), {"tables": scoped})
+    live: dict[str, dict[str, tuple]] = {}
+    for table, name, permissive, cmd, roles, qual, check in cur.fetchall():
+        live.setdefault(table, {})[name] = (permissive, cmd, tuple(sorted(roles)), qual, check)
+    names = {"runtime": runtime, "dispatcher": dispatcher}
+    for table in scoped:
+        if table not in flags:
+            continue
+        expected = dict(_DISPATCH_POLICIES if table in DISPATCH_TABLES else _ISOLATION_POLICY)
+        expected.update(EXTRA_POLICIES.get(table, {}))
+        found = live.get(table, {})
+        for name in sorted(set(found) - set(expected)):
+            problems.append(f"unexpected policy {name} on {table}")
+        for name, (cmd, roles, qual, check) in expected.items():
+            if name not in found:
+                problems.append(f"policy {name} on {table} is missing")
+                continue
+            permissive, live_cmd, live_roles, live_qual, live_check = found[name]
+            want_roles = tuple(sorted(r.format(owner=flags[table][2], **names) for r in roles))
+            if (permissive != "PERMISSIVE" or live_cmd != cmd or live_roles != want_roles
+                    or _normal(live_qual) != _normal(qual)
+                    or _normal(live_check) != _normal(check)):
+                problems.append(f"policy {name} on {table} is not the contract's")
+    return problems
