@@ -12,9 +12,12 @@ are the owner's alone (operations/archive.py) and are not checked.
 
 from __future__ import annotations
 
+import logging
 import re
 
 from durable_schedule.store.sqlfiles import query
+
+log = logging.getLogger(__name__)
 
 #: Privileges the contract never grants on a table, to any role.
 NEVER_GRANTED = ("TRUNCATE", "REFERENCES", "TRIGGER")
@@ -101,6 +104,16 @@ def rls_problems(cur, tables: list[str], *, runtime: str, dispatcher: str,
             problems.append(f"row-level security is not enabled and forced on {table}")
     if not policies:
         return problems
+    # A table another session holds exclusively (a migration running, a LOCK TABLE) is left out
+    # of the policy comparison: reading its policies' text would wait for that lock, and a check
+    # run at a runner's start-up would then hang before the runner can even handle SIGTERM. Its
+    # RLS switches above were still read (pg_class needs no table lock).
+    cur.execute(_q("locked_out_tables"), {"tables": scoped})
+    locked = {name for (name,) in cur.fetchall()}
+    if locked:
+        log.warning("policies of %s not compared: the table is locked by another session",
+                    ", ".join(sorted(locked)))
+        scoped = [t for t in scoped if t not in locked]
     cur.execute(_q("policies"), {"tables": scoped})
     live: dict[str, dict[str, tuple]] = {}
     for table, name, permissive, cmd, roles, qual, check in cur.fetchall():

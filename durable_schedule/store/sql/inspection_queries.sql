@@ -50,6 +50,16 @@ select c.relname::text, c.relrowsecurity, c.relforcerowsecurity, pg_get_userbyid
   from pg_class c
  where c.relnamespace = current_schema()::regnamespace and c.relname = any(%(tables)s::text[])
 
+-- name: locked_out_tables -- which of the given tables another session holds in ACCESS EXCLUSIVE
+-- mode (a migration, a LOCK TABLE): pg_policies deparses each policy with pg_get_expr, which
+-- opens its table and would wait for that lock (store/drift.py).
+select c.relname::text
+  from pg_locks l join pg_class c on c.oid = l.relation
+ where l.locktype = 'relation' and l.mode = 'AccessExclusiveLock' and l.granted
+   and l.pid <> pg_backend_pid() and l.database = (select oid from pg_database
+                                                     where datname = current_database())
+   and c.relnamespace = current_schema()::regnamespace and c.relname = any(%(tables)s::text[])
+
 -- name: policies -- every policy on the given tables, as pg_policies shows it.
 select tablename::text, policyname::text, permissive, cmd, roles::text[], qual, with_check
   from pg_policies
