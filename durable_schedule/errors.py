@@ -536,7 +536,10 @@ class ForwardOnlyStore(OperationsError, IrreversibleError):
     )
 
 
-class ScopeRequired(InvalidArgument):
+class ScopeRequired(InvalidArgument, TypeError):
+    """A required argument is missing: the scope (or, when the call is ambiguous, the argument
+    the message names). A TypeError, as Python's own error for a missing argument is."""
+
     code = "DS410"
     next_action = ("Pass the scope, or set DURABLE_SCHEDULE['DEFAULT_SCOPE'] in a single-tenant "
                    "project (docs/getting-started.md).")
