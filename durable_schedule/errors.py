@@ -348,6 +348,17 @@ class ProofRefused(WorkError):
     next_action = "Proof applies to suspended Work with an unresolved admitted permit."
 
 
+class DueAfterDeadline(WorkError):
+    """A request due at or after its own absolute deadline: it could never be admitted."""
+
+    code = "DS218"
+    next_action = (
+        "The Work would be due only when its deadline (exclusive) has closed admission, so it "
+        "would expire without running: move due_at / run_after before the deadline, or give "
+        "a later deadline (docs/work.md \"Timing\")."
+    )
+
+
 class WorkArithmeticOutOfRange(WorkError):
     code = "DS215"
     next_action = "Use durations and instants inside PostgreSQL's timestamp range."
