@@ -6,6 +6,7 @@ All live under ``settings.DURABLE_SCHEDULE`` (a dict). ``validate()`` runs as a 
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 from typing import Any
 
@@ -75,8 +76,32 @@ def database_alias() -> str:
     return _get("DATABASE")
 
 
+# The integer settings and their accepted ranges (inclusive). A bool is refused (True is not
+# "1 second"), and so is a float with a fraction: int() truncated 2.9 to 2 and turned NaN or a
+# string into a raw ValueError text. A float with an integral value (30.0) is taken exactly.
+INTEGER_RANGES: dict[str, tuple[int, int | None]] = {
+    "LEASE_SECONDS": (1, 600),
+    "SCHEDULE_BATCH": (1, 1000),
+    "BACKLOG_ALERT": (1, None),
+    "METRICS_PORT": (1, 65535),
+}
+
+
+def _integer(name: str) -> int:
+    """The integer setting ``name``, or ValueError naming it and its accepted range."""
+    value = _get(name)
+    low, high = INTEGER_RANGES[name]
+    integral = (not isinstance(value, bool) and (
+        isinstance(value, int) or (isinstance(value, float) and value.is_integer())))
+    if not integral or not low <= value <= (value if high is None else high):
+        accepted = f"from {low} to {high}" if high is not None else f">= {low}"
+        raise ValueError(f"DURABLE_SCHEDULE['{name}'] must be an integer {accepted}, "
+                         f"not {value!r}"[:200])
+    return int(value)
+
+
 def lease_seconds() -> int:
-    return int(_get("LEASE_SECONDS"))
+    return _integer("LEASE_SECONDS")
 
 
 def safety_window() -> timedelta:
@@ -101,7 +126,7 @@ def outage_tolerance_seconds() -> float:
 
 
 def schedule_batch() -> int:
-    return int(_get("SCHEDULE_BATCH"))
+    return _integer("SCHEDULE_BATCH")
 
 
 def heartbeat_seconds() -> float:
@@ -117,12 +142,11 @@ def lateness_alert_seconds() -> float:
 
 
 def backlog_alert() -> int:
-    return int(_get("BACKLOG_ALERT"))
+    return _integer("BACKLOG_ALERT")
 
 
 def metrics_port() -> int | None:
-    value = _get("METRICS_PORT")
-    return None if value is None else int(value)
+    return None if _get("METRICS_PORT") is None else _integer("METRICS_PORT")
 
 
 def metrics_token() -> str | None:
@@ -164,17 +188,14 @@ def validate() -> None:
         raise ValueError(f"unknown DURABLE_SCHEDULE settings: {sorted(unknown)}")
     if database_alias() not in settings.DATABASES:
         raise ValueError(f"DURABLE_SCHEDULE['DATABASE']={database_alias()!r} is not in DATABASES")
-    if not 0 < lease_seconds() <= 600:
-        raise ValueError("DURABLE_SCHEDULE['LEASE_SECONDS'] must be between 1 and 600")
+    lease_seconds()
     window = safety_window()
     if not isinstance(window, timedelta) or window <= timedelta(0):
         raise ValueError("DURABLE_SCHEDULE['SAFETY_WINDOW'] must be a positive timedelta")
     for flag in ("PREPARE_STATEMENTS", "AUTODISCOVER"):
         if not isinstance(_get(flag), bool):
             raise ValueError(f"DURABLE_SCHEDULE['{flag}'] must be True or False")
-    batch = _get("SCHEDULE_BATCH")
-    if type(batch) is not int or not 1 <= batch <= 1000:
-        raise ValueError("DURABLE_SCHEDULE['SCHEDULE_BATCH'] must be an integer from 1 to 1000")
+    schedule_batch()
     _validate_default_scope(default_scope())
     listed = _get("QUEUES")
     if listed is not None and (isinstance(listed, str) or not all(
@@ -200,16 +221,21 @@ def validate() -> None:
                          "or its dotted path")
 
 
-def _positive_number(name: str) -> None:
+def _positive_number(name: str, *, finite: bool = False) -> None:
     value = _get(name)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"DURABLE_SCHEDULE['{name}'] must be a positive number")
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
+            or (finite and not math.isfinite(value))):
+        kind = "a finite positive number" if finite else "a positive number"
+        raise ValueError(f"DURABLE_SCHEDULE['{name}'] must be {kind} of seconds, "
+                         f"not {value!r}"[:200])
 
 
 def _validate_health() -> None:
-    for name in ("HEARTBEAT_SECONDS", "RUNNER_DEAD_SECONDS", "LATENESS_ALERT_SECONDS",
-                 "BACKLOG_ALERT"):
-        _positive_number(name)
+    # Finite: an infinite heartbeat interval never beats, and the thresholds are printed and
+    # serialized by durable_status (JSON has no infinity).
+    for name in ("HEARTBEAT_SECONDS", "RUNNER_DEAD_SECONDS", "LATENESS_ALERT_SECONDS"):
+        _positive_number(name, finite=True)
+    backlog_alert()
     if runner_dead_seconds() <= heartbeat_seconds():
         raise ValueError("DURABLE_SCHEDULE['RUNNER_DEAD_SECONDS'] must exceed HEARTBEAT_SECONDS "
                          "(a live runner would look dead between two beats)")
@@ -217,10 +243,7 @@ def _validate_health() -> None:
     if token is not None and (not isinstance(token, str) or len(token) < 16):
         raise ValueError("DURABLE_SCHEDULE['METRICS_TOKEN'] must be None or a string of at "
                          "least 16 characters")
-    port = _get("METRICS_PORT")
-    if port is not None and (isinstance(port, bool) or not isinstance(port, int)
-                             or not 0 < port < 65536):
-        raise ValueError("DURABLE_SCHEDULE['METRICS_PORT'] must be None or a TCP port 1-65535")
+    metrics_port()
 
 
 def _validate_default_scope(value: object) -> None:

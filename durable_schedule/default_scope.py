@@ -10,6 +10,13 @@ is put in front of them, or when it passes ``scope=None``. Then ``DURABLE_SCHEDU
 ['DEFAULT_SCOPE']`` is used, and without one the call raises ``ScopeRequired`` (DS410) before
 touching the database (docs/getting-started.md "One scope for a single-tenant project").
 
+Positional arguments cannot always tell the two readings apart: ``suspend("tenant-7",
+"nightly", actor="ops")`` is a call that left the scope out, or one that passed the scope and
+left the required ``reason`` out. Without a default scope neither reading can run, so DS410 is
+raised with both in its message (the missing argument named as Python names it); ScopeRequired
+is a TypeError, like Python's own error for a missing argument. With a default scope the
+documented reading (scope omitted) is taken.
+
 The rule is decided by binding the arguments, not by counting them, so passing every argument
 by keyword works as well (``schedules.get(schedule_id="nightly")``). Optional parameters that
 follow the scope positionally (``work.list``'s ``state``, ``schedules.delete``'s
@@ -57,16 +64,30 @@ def scope_optional(func: F) -> F:
             return func(*args, **kwargs)
         try:
             signature.bind(*args, **kwargs)
-        except TypeError:
+        except TypeError as as_written:
             try:
                 signature.bind(None, *args, **kwargs)
             except TypeError:
                 # The arguments are wrong with or without a scope: Python's own message says
                 # which, exactly as without the decorator.
                 return func(*args, **kwargs)
+            if args and conf.default_scope() is None:
+                # Ambiguous: these arguments are a call that left the scope out, or a call that
+                # passed the scope first and left a required argument out (suspend(scope, id,
+                # actor=...) without its reason). Both are refused here; the message names both
+                # so the missing argument is not hidden behind "no scope".
+                raise ScopeRequired(
+                    f"{name} was given no scope and DURABLE_SCHEDULE['DEFAULT_SCOPE'] is not "
+                    f"set; or, if {_shown(args[0])} is the scope, the call is {as_written}"
+                ) from None
             return func(resolve(None, name), *args, **kwargs)
         if args and args[0] is None:
             return func(resolve(None, name), *args[1:], **kwargs)
         return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

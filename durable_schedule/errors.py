@@ -348,6 +348,17 @@ class ProofRefused(WorkError):
     next_action = "Proof applies to suspended Work with an unresolved admitted permit."
 
 
+class DueAfterDeadline(WorkError):
+    """A request due at or after its own absolute deadline: it could never be admitted."""
+
+    code = "DS218"
+    next_action = (
+        "The Work would be due only when its deadline (exclusive) has closed admission, so it "
+        "would expire without running: move due_at / run_after before the deadline, or give "
+        "a later deadline (docs/work.md \"Timing\")."
+    )
+
+
 class WorkArithmeticOutOfRange(WorkError):
     code = "DS215"
     next_action = "Use durations and instants inside PostgreSQL's timestamp range."
@@ -536,7 +547,10 @@ class ForwardOnlyStore(OperationsError, IrreversibleError):
     )
 
 
-class ScopeRequired(InvalidArgument):
+class ScopeRequired(InvalidArgument, TypeError):
+    """A required argument is missing: the scope (or, when the call is ambiguous, the argument
+    the message names). A TypeError, as Python's own error for a missing argument is."""
+
     code = "DS410"
     next_action = ("Pass the scope, or set DURABLE_SCHEDULE['DEFAULT_SCOPE'] in a single-tenant "
                    "project (docs/getting-started.md).")

@@ -41,6 +41,7 @@ from typing import Any
 
 from durable_schedule.default_scope import scope_optional
 from durable_schedule.errors import (
+    DueAfterDeadline,
     InvalidArgument,
     InvalidIdentifier,
     PlannedWorkWithDueTime,
@@ -199,6 +200,28 @@ def _requests(value: object) -> list[WorkRequest]:
     return out
 
 
+def refuse_unrunnable(requests: list[WorkRequest], *, batch: bool) -> None:
+    """DS218 for a request due at or after its absolute deadline. Admission needs ``due_at <=
+    now < deadline``, so such Work would be accepted only to expire unrun; it is refused before
+    any write instead (docs/work.md "Timing"). A batch is refused whole, naming every such
+    item (``refused_items``, positions in the caller's list, as for DS207). Only the public
+    acceptance paths refuse it: a schedule pass's request is not the caller's input."""
+    refused = [position for position, request in enumerate(requests)
+               if request.deadline is not None and request.due_at is not None
+               and request.due_at >= request.deadline]
+    if not refused:
+        return
+    first = requests[refused[0]]
+    context: dict[str, Any] = {"command_id": first.command_id,
+                               "idempotency_key": first.idempotency_key,
+                               "due_at": first.due_at.isoformat(),
+                               "deadline": first.deadline.isoformat()}
+    if batch:
+        context["refused_items"] = refused
+    raise DueAfterDeadline("the request is due at or after its deadline (exclusive), so it "
+                           "could never run; nothing was written", **context)
+
+
 def accept_in_scope(
     cur, scope_id: str, request: WorkRequest, *, source_occurrence_id: int | None = None
 ) -> AcceptedWork:
@@ -229,6 +252,7 @@ def enqueue(scope: str, request: WorkRequest, *, using: str | None = None) -> Ac
     if not isinstance(request, WorkRequest):
         raise InvalidArgument("request must be a WorkRequest", got=type(request).__name__)
     validate_scope_id(scope)
+    refuse_unrunnable([request], batch=False)
     prepared = acceptance.prepare(scope, [request])
     with statement_cursor(using=using) as cur:
         sent = prepared.send(cur, enter=True)
@@ -241,7 +265,9 @@ def enqueue_many(scope: str, requests: Iterable[WorkRequest], *,
     """Accept up to 1,000 requests in ``scope`` in one statement; one result per request, in
     order. All or nothing: a refused item (DS207, DS233) raises and nothing is written."""
     validate_scope_id(scope)
-    prepared = acceptance.prepare(scope, _requests(requests))
+    batch = _requests(requests)
+    refuse_unrunnable(batch, batch=True)
+    prepared = acceptance.prepare(scope, batch)
     with statement_cursor(using=using) as cur:
         sent = prepared.send(cur, enter=True)
     return sent.results()
