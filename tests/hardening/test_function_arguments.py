@@ -80,6 +80,22 @@ def test_enter_scope__a_valid_scope_still_enters(pg, scope):
     pg.rollback()
 
 
+_ATTRIBUTES = ("select proname, prosecdef, proconfig, proacl::text[] from pg_proc where proname in"
+               " ('durable_runner_beat', 'durable_schedule_enter_scope',"
+               " 'durable_schedule_enter_scope_to_read') order by 1")
+
+
+def test_functions__keep_security_pinned_search_path_and_grants(pg):
+    owner = pg.execute("select current_user").fetchone()[0]
+    rows = pg.execute(_ATTRIBUTES).fetchall()
+    assert [(name, definer) for name, definer, _c, _a in rows] == [
+        ("durable_runner_beat", True), ("durable_schedule_enter_scope", False),
+        ("durable_schedule_enter_scope_to_read", False)]
+    for name, _definer, config, acl in rows:
+        assert config == ["search_path=public, pg_temp"], name
+        assert sorted(a.split("=")[0] for a in acl) == sorted(["durable_runtime", owner]), name
+
+
 @pytest.mark.django_db(transaction=True)
 def test_migrate__schema_17_forward_on_a_store_with_data():
     with scratch_store("fix9b_args_", "0016_identity_arbiter") as url:
@@ -92,10 +108,14 @@ def test_migrate__schema_17_forward_on_a_store_with_data():
             cur.execute("select schema_version from durable_schedule_store")
             assert cur.fetchone() == (16,)
             conn.commit()
+            cur.execute(_ATTRIBUTES)
+            before = cur.fetchall()
         done = _manage(url, "migrate", "--noinput")
         assert done.returncode == 0, done.stderr[-3000:]
         with psycopg.connect(url) as conn:
             cur = conn.cursor()
+            cur.execute(_ATTRIBUTES)
+            assert cur.fetchall() == before  # SECURITY, search_path and grants as in 16
             cur.execute("select schema_version, compatibility_floor from durable_schedule_store")
             assert cur.fetchone() == (17, 12)
             # the rows of schema 16 stay; the functions refuse what they accepted

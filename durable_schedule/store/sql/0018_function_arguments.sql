@@ -1,7 +1,7 @@
 -- durable_schedule store, schema 17: store functions refuse bad arguments with their DS code
 -- instead of a bare PostgreSQL error (or, for a read, silently). Released files are never
 -- edited. CREATE OR REPLACE keeps owner, grants and SECURITY DEFINER/INVOKER, not a pinned
--- search_path: durable_runner_beat's is pinned again below; the scope functions never had one.
+-- search_path: all three functions had one (0006 and 0009), each is pinned again below.
 
 -- name: beat -- the function of 0006_operations_health.sql with two stricter checks: owner, host
 -- and version follow the identifier rule (durable_schedule_is_identifier, 0009_hardening.sql:
@@ -130,6 +130,17 @@ BEGIN
     RETURN NEXT;
 END
 $fn$;
+
+DO $pin$
+DECLARE
+    f text;
+BEGIN
+    FOREACH f IN ARRAY ARRAY['durable_schedule_enter_scope(text)',
+                             'durable_schedule_enter_scope_to_read(text)'] LOOP
+        EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
+    END LOOP;
+END
+$pin$;
 
 -- name: version -- schema 17. REQUIRED_SCHEMA stays 15 and the floor stays: the functions keep
 -- their signatures and answers for every argument code of schema 15 or 16 sends (it validates
