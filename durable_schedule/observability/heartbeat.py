@@ -22,7 +22,6 @@ import os
 import socket
 import threading
 import time
-import unicodedata
 import uuid
 from typing import Any
 
@@ -30,6 +29,7 @@ from django.db import DatabaseError, connections
 
 from durable_schedule import __version__, conf
 from durable_schedule.errors import SchemaBelowFloor
+from durable_schedule.store import identifiers
 from durable_schedule.store.transactions import runtime_transaction
 
 log = logging.getLogger("durable_schedule.runner")
@@ -38,7 +38,9 @@ _BEAT = ("select durable_runner_beat(%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, 
 
 
 def _clean(text: str, limit: int) -> str:
-    out = "".join(ch for ch in text if unicodedata.category(ch) != "Cc").strip()
+    """Host and version as the store accepts them (the identifier rule, checked again by
+    durable_runner_beat, DS425): without control, format or separator characters."""
+    out = identifiers.strip_forbidden(text).strip()
     return (out or "unknown")[:limit]
 
 

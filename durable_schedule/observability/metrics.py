@@ -188,8 +188,8 @@ class StoreCollector:
 
         facts = read_gauges(using=self.using)
         up = GaugeMetricFamily("durable_schedule_store_up",
-                               "1 when the store answered and is at a schema this code runs "
-                               "against, else 0")
+                               "1 when the store answered, is at a schema this code runs "
+                               "against and its roles and grants match the contract, else 0")
         up.add_metric([], 1 if facts.up else 0)
         yield up
         if facts.schema_version is not None:  # also when down: a misfit schema says why

@@ -34,6 +34,10 @@ from durable_schedule.store.transactions import connection
 
 _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 _TABLE = re.compile(r"^durable_schedule_history_\d{6}$")
+#: The earliest cutoff accepted. Year 0000 does not exist and no store holds history from
+#: before 2000, so an earlier month is a typo: refused (DS428) like the other bounds rather
+#: than accepted as a cutoff that silently archives nothing.
+MIN_ARCHIVE_MONTH = "2000-01"
 _COLUMNS = ("id", "scope_id", "schedule_id", "generation", "event", "actor", "detail",
             "recorded_at")
 
@@ -59,6 +63,9 @@ def parse_month(text: str) -> str:
     match = _MONTH.match(text or "")
     if not match or not 1 <= int(match.group(2)) <= 12:
         raise PartitionArchiveRefused("--archive-before must be a month YYYY-MM", got=text)
+    if text < MIN_ARCHIVE_MONTH:  # same YYYY-MM shape: string order is month order
+        raise PartitionArchiveRefused(
+            f"--archive-before must be {MIN_ARCHIVE_MONTH} or later", got=text)
     return f"{match.group(1)}{match.group(2)}"
 
 

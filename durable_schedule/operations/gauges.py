@@ -1,8 +1,12 @@
 """Cross-scope health facts that need no scope: the dispatch queues and the runner heartbeats.
 
-Cheap on purpose (a few index reads whatever the number of tenants), so a Prometheus scrape and
-the admin dashboard can read them often. Runs on the owner's connection: the dispatch tables'
-owner policy admits the owner, and the heartbeat table is the owner's and not tenant data.
+Cheap on purpose (a few index reads whatever the number of tenants), so a Prometheus scrape can
+read them often. Before them comes the role and grant check ``durable_status`` makes (catalog
+reads only, about 150 small queries), so that ``store_up`` is 0 exactly where ``durable_status``
+exits 2: drift in isolation must page, not only show up when someone runs the command.
+
+Runs on the owner's connection: the dispatch tables' owner policy admits the owner, and the
+heartbeat table is the owner's and not tenant data.
 """
 
 from __future__ import annotations
@@ -14,9 +18,9 @@ from typing import Any
 from django.db import DatabaseError
 
 from durable_schedule import conf
+from durable_schedule.store.inspection import schema_report
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import connection
-from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 
 
 def _q(name: str) -> str:
@@ -102,26 +106,22 @@ def _counts(value) -> dict[str, Any]:
 
 
 def read_gauges(*, using: str | None = None) -> Gauges:
-    """The gauges; ``up=False`` when the store cannot be reached, is not migrated, or is at a
-    schema this code cannot run against (below REQUIRED_SCHEMA, or a floor above
-    SCHEMA_VERSION)."""
+    """The gauges; ``up=False`` exactly where ``durable_status`` exits 2 for the store: it
+    cannot be reached, is not migrated, is at a schema this code cannot run against (below
+    REQUIRED_SCHEMA, or a floor above SCHEMA_VERSION), or its roles and grants differ from the
+    contract (DS304)."""
     try:
         with connection(using).cursor() as cur:
-            cur.execute(query("inspection_queries.sql", "store_exists"))
-            if not cur.fetchone()[0]:
+            schema = schema_report(cur)
+            if not schema.migrated:
                 return Gauges(up=False)
-            cur.execute(query("inspection_queries.sql", "store_row"))
-            row = cur.fetchone()
-            if row is None:
-                return Gauges(up=False)
-            schema, floor = row[0], row[1]
-            if ((schema or 0) < REQUIRED_SCHEMA
-                    or (floor or 0) > SCHEMA_VERSION):
-                # Runners refuse such a store (DS401): it is down for the alert that pages on
-                # store_up, as it is for durable_status (exit 2); the version says why.
-                return Gauges(up=False, schema_version=schema)
-            return Gauges(up=True, schema_version=schema, queues=queue_health(cur),
-                          runners=runners(cur))
+            if schema.below_floor or schema.role_problems:
+                # Runners refuse such a store (DS401), or it is not the isolation the contract
+                # promises (DS304): it is down for the alert that pages on store_up, as it is
+                # for durable_status (exit 2); the version gauge stays to help say why.
+                return Gauges(up=False, schema_version=schema.schema_version)
+            return Gauges(up=True, schema_version=schema.schema_version,
+                          queues=queue_health(cur), runners=runners(cur))
     except DatabaseError:
         conn = connection(using)
         if not conn.in_atomic_block:

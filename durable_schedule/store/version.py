@@ -5,5 +5,5 @@ row; ``REQUIRED_SCHEMA`` is the lowest database schema this code can run against
 refuses to start (DS401) below it, and ``manage.py check`` reports the same.
 """
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 REQUIRED_SCHEMA = 15

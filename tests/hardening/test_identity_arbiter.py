@@ -55,7 +55,7 @@ def test_function__object_form_arbiter_is_the_identity_with_the_full_statement_a
     assert body.count("ON CONFLICT DO NOTHING") == 2, body
     assert body.index(narrow) < body.index("EXCEPTION WHEN unique_violation THEN")
     cur.execute("select schema_version from durable_schedule_store")
-    assert cur.fetchone() == (16,)
+    assert cur.fetchone()[0] >= 16  # schema 17 changed other functions only
 
 
 @pytest.mark.django_db
@@ -257,7 +257,8 @@ def test_migrate__schema_16_forward_on_a_store_with_data():
             assert cur.fetchone() == (15,)
             conn.commit()
 
-        done = _manage(url, "migrate", "--noinput")
+        done = _manage(url, "migrate", "durable_schedule", "0016_identity_arbiter",
+                       "--noinput")
         assert done.returncode == 0, done.stderr[-3000:]
         with psycopg.connect(url) as conn:
             cur = conn.cursor()

@@ -124,6 +124,23 @@ def test_archive__refuses_a_cutoff_after_the_current_month_and_bad_months(clock,
             archive_before(bad, tmp_path, drop=False, dry_run=False)
 
 
+def test_archive__refuses_a_cutoff_before_the_earliest_month_and_changes_nothing(clock,
+                                                                                 tmp_path):
+    # Year 0000 does not exist and no store holds history from before 2000: such a cutoff is
+    # a typo, refused like the other bounds (DS428) before anything is read or written.
+    before = attached()
+    for bad in ("0000-01", "0001-01", "1999-12"):
+        with pytest.raises(PartitionArchiveRefused, match="2000-01 or later") as err:
+            archive_before(bad, tmp_path / "t", drop=True, dry_run=False)
+        assert err.value.code == "DS428"
+        with pytest.raises(CommandError, match="DS428"):
+            call_command("durable_partitions", "--archive-before", bad, "--transcript-dir",
+                         str(tmp_path / "t"), "--drop", stdout=StringIO())
+    assert attached() == before
+    assert not (tmp_path / "t").exists()
+    assert archive_before("2000-01", tmp_path / "t", drop=False, dry_run=True) == []
+
+
 def test_archive__the_current_month_cutoff_archives_only_earlier_months(january_history,
                                                                         tmp_path):
     outcomes = archive_before("2030-03", tmp_path, drop=False, dry_run=False)

@@ -50,3 +50,26 @@ def test_store_up__is_one_for_a_store_at_this_codes_schema(clock):
     text = metrics.exposition(include_store=True)[0].decode()
     assert "durable_schedule_store_up 1.0" in text
     call_command("durable_status", "--metrics", stdout=StringIO())  # exit 0: no SystemExit
+
+
+# Role and grant drift makes durable_status exit 2 (DS304: the store cannot be used as it is),
+# so the metric alerting on the same store must say 0 as well, keep the schema gauge and make
+# ``--metrics`` exit 2.
+ROLE_DRIFT = {
+    "unexpected_grant": "grant select on durable_runner_heartbeat to durable_runtime",
+    "runtime_bypasses_rls": "alter role durable_runtime bypassrls",
+}
+
+
+@pytest.mark.parametrize("drift", sorted(ROLE_DRIFT))
+def test_store_up__is_zero_for_role_or_grant_drift_like_durable_status(clock, drift):
+    with connection.cursor() as cur:  # roles too: ALTER ROLE is rolled back with the test
+        cur.execute(ROLE_DRIFT[drift])
+    text = metrics.exposition(include_store=True)[0].decode()
+    assert "durable_schedule_store_up 0.0" in text
+    assert f"durable_schedule_schema_version {float(SCHEMA_VERSION)}" in text
+    assert "durable_schedule_backlog" not in text  # no store gauges while it is down
+    for args in (["--metrics"], ["--json"]):
+        with pytest.raises(SystemExit) as exited:
+            call_command("durable_status", *args, stdout=StringIO())
+        assert exited.value.code == 2, args
