@@ -36,6 +36,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
@@ -274,10 +275,28 @@ def _stored_spec(info: ScheduleInfo) -> Any:
 
 
 def _normal(value: Any) -> Any:
-    # Stored JSON comes back through the store's codec; compare canonical forms.
+    """A JSON value as ``jsonb`` keeps it, so that an unchanged declaration compares equal to
+    what the store returns. ``jsonb`` holds numbers as exact decimals and writes them back
+    without an exponent or a negative zero: a declared ``1e+20`` returns as the integer
+    ``100000000000000000000`` and ``-0.0`` as ``0.0`` (while ``1`` and ``1.0`` stay apart)."""
     if isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True, default=str)
+        text = json.dumps(value, default=str)
+        return _canonical(json.loads(text, parse_float=Decimal, parse_int=Decimal))
     return value
+
+
+def _canonical(value: Any) -> Any:
+    # Tagged, so that ``true`` and ``1`` (equal in Python) or an array and an object stay apart.
+    if isinstance(value, dict):
+        return ("object", tuple(sorted((k, _canonical(v)) for k, v in value.items())))
+    if isinstance(value, list):
+        return ("array", tuple(_canonical(v) for v in value))
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, Decimal):
+        # PostgreSQL numeric output: positional digits, the input's scale, no signed zero.
+        return ("number", format(value.copy_abs() if value.is_zero() else value, "f"))
+    return ("text" if isinstance(value, str) else "null", value)
 
 
 def _managed(scope: str) -> list[ScheduleInfo]:
