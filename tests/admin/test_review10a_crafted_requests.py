@@ -1,7 +1,8 @@
 """Crafted change list URLs: a query parameter that is no filter of the page, or a filter value
 the store cannot hold, is a 400 (DS406) that changes nothing and reveals nothing -- never a
 server error, never a lookup on a column the page does not filter. Also: every generation kind
-is a filter choice, and the dashboard's wording does not depend on other scopes."""
+is a filter choice, the dashboard's wording does not depend on other scopes, and an operation
+naming malformed or too many row ids is refused whole."""
 
 from __future__ import annotations
 
@@ -11,10 +12,14 @@ import pytest
 from django.contrib import admin
 from django.core.exceptions import BadRequest
 from django.test import RequestFactory
+from django.urls import reverse
+from django.utils.http import urlencode
 
+from durable_schedule.admin.actions import MAX_ROWS
 from durable_schedule.admin.base import ReadOnlyScopedAdmin
-from durable_schedule.store.models import Work
+from durable_schedule.store.models import ScheduleDefinition, Work
 from tests.admin.conftest import _user, seed_schedule
+from tests.admin.test_actions import token_from
 from tests.admin.test_pages import MODELS, changelist
 
 pytestmark = pytest.mark.django_db
@@ -105,3 +110,29 @@ def test_every_page__declares_only_list_filters_with_a_parameter():
     for model_admin in pages:
         for spec in model_admin.list_filter:
             assert getattr(spec, "parameter_name", None), (model_admin, spec)
+
+
+# ---------------------------------------------------------------- operation row ids
+def _operate(operation="suspend"):
+    return reverse("admin:durable_schedule_scheduledefinition_operate", args=[operation])
+
+
+@pytest.mark.parametrize("ids", ["", "1,x", "+1", "1_0", "١", "99999999999999999999", "-1"])
+def test_operation__malformed_row_ids_are_a_bad_request(client, superuser, two_scopes, ids):
+    client.force_login(superuser)
+    assert client.get(_operate() + "?" + urlencode({"ids": ids})).status_code == 400
+
+
+def test_operation__more_rows_than_it_handles_are_refused_not_cut_unseen(csrf_client, superuser,
+                                                                       clock):
+    pks = [seed_schedule("tenant-a", f"s-{n:03}")["pk"] for n in range(MAX_ROWS + 1)]
+    csrf_client.force_login(superuser)
+    ids = ",".join(str(pk) for pk in pks)
+    assert csrf_client.get(_operate() + "?" + urlencode({"ids": ids})).status_code == 400
+    page = csrf_client.get(_operate() + "?" + urlencode({"ids": ids.split(",", 1)[1]}))
+    assert page.status_code == 200 and len(page.context["rows"]) == MAX_ROWS
+    response = csrf_client.post(_operate() + "?" + urlencode({"ids": ids}), {
+        "csrfmiddlewaretoken": token_from(page), "ids": ids, "reason": "outage"})
+    assert response.status_code == 400
+    assert set(ScheduleDefinition.objects.filter(pk__in=pks)
+               .values_list("state", flat=True)) == {"active"}
