@@ -212,14 +212,20 @@ def lock_by_work_id(cur, scope_id: str, work_id) -> WorkRow | None:
 
 
 def dumps(value: Any) -> str:
-    """A history / error detail as JSON text (instants as ISO 8601 strings)."""
-    return json.dumps(value, sort_keys=True, default=_json_default)
+    """A history / error detail as JSON text (instants as ISO 8601 strings): what
+    ``json.dumps(value, sort_keys=True, default=_json_default)`` gives, through one encoder made
+    once (``json.dumps`` with options builds a new one per call; an encoder keeps no state
+    between calls)."""
+    return _DETAILS.encode(value)
 
 
 def _json_default(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
     return str(value)
+
+
+_DETAILS = json.JSONEncoder(sort_keys=True, default=_json_default)
 
 
 # Columns a transition may set; anything not named keeps its current value.
