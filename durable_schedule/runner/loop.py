@@ -117,6 +117,7 @@ def run_loop(
     listener = _listen_connection(name, channel)
     listener_lost = False
     last_maintenance = 0.0
+    budget = outage.Budget()  # one outage lasts until a pass succeeds again
     try:
         while not stop.is_set():
             try:
@@ -131,10 +132,11 @@ def run_loop(
                 if listener is not None:
                     listener.close()
                     listener = None
-                if not outage.ride_out(name, exc, stop):
+                if not outage.ride_out(name, exc, stop, budget=budget):
                     break  # stopped while waiting: nothing is in flight
                 listener, listener_lost = _listen_connection(name, channel), False
                 continue
+            budget.reset()
             stats.passes += 1
             for key, value in counts.items():
                 stats.totals[key] = stats.totals.get(key, 0) + value

@@ -73,15 +73,36 @@ def _database_answers() -> None:
         cur.execute("select 1")
 
 
+class Budget:
+    """When the current outage began, for a loop: an outage ends when a *pass* succeeds, not
+    when the reconnect probe answers. A database that answers ``select 1`` but cuts every pass
+    (a server in a crash loop, a pooler that loses its server connection mid-transaction) is
+    still down, and the tolerance must run out on it too instead of starting afresh at every
+    reconnect."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+
+    def start(self, now: float) -> float:
+        if self.started is None:
+            self.started = now
+        return self.started
+
+    def reset(self) -> None:
+        self.started = None
+
+
 def ride_out(name: str, error: BaseException, stop, *,
              probe: Callable[[], None] = _database_answers,
-             clock: Callable[[], float] = time.monotonic) -> bool:
+             clock: Callable[[], float] = time.monotonic,
+             budget: Budget | None = None) -> bool:
     """Wait until the database answers again; True when it does, False when ``stop`` was set.
 
-    Raises RetriesExhausted (DS405) once the outage has lasted longer than the tolerance.
+    Raises RetriesExhausted (DS405) once the outage has lasted longer than the tolerance,
+    counted from ``budget``'s start (the first lost pass since the last good one) when given.
     """
     tolerance = conf.outage_tolerance_seconds()
-    started = clock()
+    started = (budget or Budget()).start(clock())
     state.connection_lost(name)
     log.warning("%s runner: database connection lost, reconnecting for up to %.0fs: %s",
                 name, tolerance, str(error).strip(), extra={"runner": name, "outage": "lost"})
@@ -91,7 +112,8 @@ def ride_out(name: str, error: BaseException, stop, *,
         elapsed = clock() - started
         if elapsed >= tolerance:
             raise RetriesExhausted(
-                f"{name} runner: the database stayed unreachable for {elapsed:.0f}s, longer "
+                f"{name} runner: the database stayed unreachable (or cut every pass) for "
+                f"{elapsed:.0f}s, longer "
                 f"than DURABLE_SCHEDULE['OUTAGE_TOLERANCE_SECONDS'] = {tolerance:g}; last: "
                 f"{type(last).__name__}: {str(last).strip()}",
                 phase=f"{name}.reconnect") from last
