@@ -6,7 +6,10 @@
 - the outage budget ``OUTAGE_TOLERANCE_SECONDS`` runs from the first lost pass until a pass
   succeeds again, not from the last time ``select 1`` answered: a database that answers the
   reconnect probe but cuts every pass (a crash-looping server, a pooler that drops the server
-  connection mid-transaction) made the loop reconnect forever instead of exiting with DS405.
+  connection mid-transaction) made the loop reconnect forever instead of exiting with DS405;
+- a listener that could not be opened (the database starting up or out of connection slots
+  while the runner's other connections were fine) is opened again after the next good pass:
+  the loop polled every ``MAX_IDLE_SECONDS`` for the rest of its life.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from django.db import OperationalError, connection
 
 from durable_schedule.errors import RetriesExhausted
 from durable_schedule.observability.heartbeat import Heartbeat
-from durable_schedule.runner import loop, outage, retry, state
+from durable_schedule.runner import loop, outage, pooler, retry, state
 from tests.runner.loophelpers import sql
 
 
@@ -72,7 +75,7 @@ def test_loop__gives_up_when_every_pass_is_cut_although_the_probe_answers(settin
     fake = FakeTime()
     stop = FakeStop(fake)
     monkeypatch.setattr(retry, "BACKOFF", (0.0, 0.0, 0.0))
-    monkeypatch.setattr(loop, "_listen_connection", lambda name, channel: None)
+    monkeypatch.setattr(loop, "_open_listener", lambda name, channel: (None, False))
     real_ride_out = outage.ride_out
     monkeypatch.setattr(outage, "ride_out", lambda name, exc, stop_, **kw: real_ride_out(
         name, exc, stop_, probe=lambda: None, clock=fake.clock, **kw))
@@ -101,7 +104,7 @@ def test_loop__a_good_pass_ends_the_outage_and_resets_the_budget(settings, monke
     fake = FakeTime()
     stop = FakeStop(fake)
     monkeypatch.setattr(retry, "BACKOFF", (0.0, 0.0, 0.0))
-    monkeypatch.setattr(loop, "_listen_connection", lambda name, channel: None)
+    monkeypatch.setattr(loop, "_open_listener", lambda name, channel: (None, False))
     real_ride_out = outage.ride_out
     monkeypatch.setattr(outage, "ride_out", lambda name, exc, stop_, **kw: real_ride_out(
         name, exc, stop_, probe=lambda: None, clock=fake.clock, **kw))
@@ -123,4 +126,45 @@ def test_loop__a_good_pass_ends_the_outage_and_resets_the_budget(settings, monke
                           seconds_until_due=lambda: -1.0, stop=stop)
     assert stats.passes == 3
     assert state.snapshot()["work"]["outages"] == 4
+    state.reset()
+
+
+def test_loop__listens_again_when_the_listener_could_not_be_opened(transactional_db,
+                                                                  monkeypatch):
+    state.reset()
+    real = pooler.connection_params
+    opened = []
+
+    def params():
+        opened.append(1)
+        if len(opened) == 1:  # the first listener meets a refusal (a full or starting server)
+            return {**real(), "port": 9}
+        return real()
+
+    monkeypatch.setattr(pooler, "connection_params", params)
+    seen = []
+
+    def idle_pass():
+        seen.append(state.snapshot()["schedule"]["notify_ok"])
+        return {"claimed": 0}
+
+    loop.run_loop(name="schedule", run_once=idle_pass, channel="durable_schedule_due",
+                  seconds_until_due=lambda: -1.0, stop=loop.StopFlag(), max_passes=3)
+    assert seen == [False, True, True]
+    assert state.snapshot()["schedule"]["notify_fallbacks"] == 1
+    state.reset()
+
+
+def test_loop__a_pooler_that_does_not_deliver_is_not_asked_again(transactional_db,
+                                                                 monkeypatch):
+    state.reset()
+    monkeypatch.setattr(pooler, "notify_works", lambda conn: False)  # as through PgBouncer
+    opened = []
+    real = loop._open_listener
+    monkeypatch.setattr(loop, "_open_listener", lambda *a: opened.append(1) or real(*a))
+    loop.run_loop(name="schedule", run_once=lambda: {"claimed": 0},
+                  channel="durable_schedule_due", seconds_until_due=lambda: -1.0,
+                  stop=loop.StopFlag(), max_passes=4)
+    assert len(opened) == 1  # no 3 s self-test before every idle wait
+    assert state.snapshot()["schedule"]["notify_ok"] is False
     state.reset()
