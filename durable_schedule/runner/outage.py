@@ -35,13 +35,16 @@ log = logging.getLogger("durable_schedule.runner")
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 10.0
 
-_CONNECTION_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
+#: Besides class 08: server shutdown and start-up, and a server that went read-only under the
+#: runner (a failover's demoted primary or a standby; runner/retry.py RECONNECT_SQLSTATES).
+_CONNECTION_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "25006"})
 
 
 def is_connection_loss(exc: BaseException) -> bool:
     """The database (or the pooler in front of it) is unreachable, as opposed to a statement
-    that failed: a connection-exception SQLSTATE (class 08), a server shutdown, or a dropped
-    connection without any SQLSTATE. Looks through RetriesExhausted to its cause."""
+    that failed: a connection-exception SQLSTATE (class 08), a server shutdown, a server that
+    went read-only (25006: a failover's demoted primary or a standby), or a dropped connection
+    without any SQLSTATE. Looks through RetriesExhausted to its cause."""
     cur: BaseException | None = exc
     for _ in range(10):
         if cur is None:
@@ -70,7 +73,13 @@ def _database_answers() -> None:
     conn.close()  # whatever it held belongs to the lost session
     conn.ensure_connection()
     with conn.cursor() as cur:
-        cur.execute("select 1")
+        # A server that answers read-only (a standby or the demoted primary after a failover)
+        # is not back yet: every pass would fail on its first write.
+        cur.execute("select current_setting('transaction_read_only')")
+        if cur.fetchone()[0] == "on":
+            conn.close()
+            raise OperationalError("the server accepts only read-only transactions (a standby "
+                                   "or a demoted primary after a failover?)")
 
 
 class Budget:
