@@ -59,3 +59,32 @@ def test_read_only__is_an_outage_for_a_loop_and_the_probe_waits_for_writes(commi
                              options="-c default_transaction_read_only=off") as owner:
             owner.execute(alter % "reset")
     outage._database_answers()  # writable again: answers
+
+
+def test_read_only__a_slot_drops_a_read_only_session_after_a_failed_attempt(committed_clock):
+    # A --concurrency slot thread (or sync_to_async's thread) after a failover: its new session
+    # landed on a server that only reads, and the executor's write failed there. The session
+    # still answers SELECT 1; kept, it would fail every later attempt of the slot.
+    from durable_schedule.work.broken_connections import drop_broken_connections
+
+    pid = read_only_session()
+    with pytest.raises(DatabaseError), connection.cursor() as cur:
+        cur.execute("create temporary table t (x int)")  # the executor's failed write
+    drop_broken_connections()
+    assert connection.connection is None  # closed: the next attempt reconnects
+    with connection.cursor() as cur:
+        cur.execute("select pg_backend_pid(), current_setting('transaction_read_only')")
+        assert cur.fetchone() != (pid, "on")
+
+
+def test_read_only__a_slot_keeps_a_healthy_session_after_a_failed_attempt(committed_clock):
+    from durable_schedule.work.broken_connections import drop_broken_connections
+
+    with pytest.raises(DatabaseError), connection.cursor() as cur:
+        cur.execute("select * from no_such_table")  # the executor's bug, a sound session
+    assert connection.errors_occurred
+    pid = connection.connection.info.backend_pid
+    drop_broken_connections()
+    assert connection.connection is not None
+    assert connection.connection.info.backend_pid == pid
+    assert connection.errors_occurred is False
