@@ -22,7 +22,13 @@ import random
 import time
 from collections.abc import Callable
 
-from django.db import DatabaseError, InterfaceError, OperationalError, connections
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    InternalError,
+    OperationalError,
+    connections,
+)
 
 from durable_schedule import conf
 from durable_schedule.errors import RetriesExhausted
@@ -55,7 +61,10 @@ def is_connection_loss(exc: BaseException) -> bool:
     state_ = sqlstate_of(cur)
     if state_ is not None:
         return state_.startswith("08") or state_ in _CONNECTION_SQLSTATES
-    return isinstance(cur, (OperationalError, InterfaceError))
+    # Without SQLSTATE: a dropped connection, or the protocol-level surprise a server connection
+    # cut behind a pooler leaves (psycopg's client-side InternalError "received 2 results from
+    # command 'COMMIT'"), which runner/retry.py already retries as a cut connection.
+    return isinstance(cur, (OperationalError, InterfaceError, InternalError))
 
 
 def backoff_delays(rng: random.Random | None = None):

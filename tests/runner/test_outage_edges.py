@@ -168,3 +168,20 @@ def test_loop__a_pooler_that_does_not_deliver_is_not_asked_again(transactional_d
     assert len(opened) == 1  # no 3 s self-test before every idle wait
     assert state.snapshot()["schedule"]["notify_ok"] is False
     state.reset()
+
+
+def test_outage__a_sqlstate_less_internal_error_is_a_cut_connection_as_for_the_retry():
+    # Seen through PgBouncer when the server connection behind a client died mid-COMMIT: the
+    # retry treats it as a cut connection (runner/retry.py); a loop whose retries all met it
+    # exited with DS405 instead of riding the outage out.
+    from django.db import InternalError
+
+    from tests.runner.test_retry_policy import django_error
+
+    surprise = InternalError("received 2 results from command 'COMMIT'")
+    assert retry.is_transient(surprise)
+    assert outage.is_connection_loss(surprise)
+    wrapped = RetriesExhausted("x")
+    wrapped.__cause__ = surprise
+    assert outage.is_connection_loss(wrapped)
+    assert not outage.is_connection_loss(django_error(InternalError, "XX000"))  # the server's
