@@ -94,11 +94,26 @@ class Heartbeat:
         self._stopped.set()
         if self._thread is not None:
             self._thread.join(timeout=max(self.interval, 5.0))
-        try:
-            self.write(stopping=True)
-        except Exception as exc:  # the stop must not fail because the database is away
-            log.warning("could not record the stop of runner %s: %s", self.runner_id, exc,
-                        extra={"runner": self.kind, "runner_id": str(self.runner_id)})
+        conn = connections[self.using]
+        # A connection that sat open since the last pass may have been cut meanwhile (a
+        # failover, a restarted pooler, pg_terminate_backend, idle_session_timeout): the first
+        # write then fails on the dead session although the database answers. Reconnect once;
+        # a database that is really away fails the second write too.
+        stale = conn.connection is not None
+        while True:
+            try:
+                self.write(stopping=True)
+                return
+            except Exception as exc:  # the stop must not fail because the database is away
+                from durable_schedule.runner.outage import is_connection_loss
+
+                if stale and not conn.in_atomic_block and is_connection_loss(exc):
+                    stale = False
+                    conn.close()
+                    continue
+                log.warning("could not record the stop of runner %s: %s", self.runner_id, exc,
+                            extra={"runner": self.kind, "runner_id": str(self.runner_id)})
+                return
 
     # ---------------------------------------------------------------- the database side
     def write(self, *, stopping: bool = False) -> None:

@@ -73,6 +73,14 @@ class LoopStats:
 def _listen_connection(name: str, channel: str) -> psycopg.Connection | None:
     """A separate autocommit connection that LISTENs, once a self-test notification reached it;
     None (poll) when it cannot be opened or notifications do not arrive."""
+    return _open_listener(name, channel)[0]
+
+
+def _open_listener(name: str, channel: str) -> tuple[psycopg.Connection | None, bool]:
+    """The listener (or None: poll), and whether to try again after the next good pass: yes when
+    the connection could not be opened or broke during the self-test (the database was away,
+    starting up, or out of connection slots: a later attempt can succeed), no when it opened
+    and NOTIFY does not deliver (a pooler in transaction mode gives the same answer again)."""
     conn = None
     try:
         conn = psycopg.connect(**pooler.connection_params(), autocommit=True)
@@ -86,17 +94,21 @@ def _listen_connection(name: str, channel: str) -> psycopg.Connection | None:
                 extra={"runner": name, "notify": "fallback"})
             state.notify_checked(name, ok=False)
             conn.close()
-            return None
+            return None, False
         conn.execute(f"LISTEN {channel}")  # last: pg_stat_activity then shows this LISTEN
         state.notify_checked(name, ok=True)
-        return conn
+        return conn, False
     except psycopg.Error as exc:
-        log.warning("%s runner: LISTEN %s unavailable, polling every %.1fs: %s", name, channel,
-                    conf.max_idle_seconds(), exc, extra={"runner": name, "notify": "fallback"})
+        # Said once per unavailability: it is tried again after every good pass.
+        already = state.snapshot().get(name, {}).get("notify_ok") is False
+        say = log.info if already else log.warning
+        say("%s runner: LISTEN %s unavailable, polling every %.1fs until the next pass"
+            " succeeds: %s", name, channel, conf.max_idle_seconds(), exc,
+            extra={"runner": name, "notify": "fallback"})
         state.notify_checked(name, ok=False)
         if conn is not None:
             conn.close()
-        return None
+        return None, True
 
 
 def run_loop(
@@ -114,9 +126,9 @@ def run_loop(
     claimed something. Transient errors are retried by ``run_with_retry``;
     any other error propagates (the command exits non-zero with the error chain)."""
     stats = LoopStats()
-    listener = _listen_connection(name, channel)
-    listener_lost = False
+    listener, listener_lost = _open_listener(name, channel)
     last_maintenance = 0.0
+    budget = outage.Budget()  # one outage lasts until a pass succeeds again
     try:
         while not stop.is_set():
             try:
@@ -131,10 +143,11 @@ def run_loop(
                 if listener is not None:
                     listener.close()
                     listener = None
-                if not outage.ride_out(name, exc, stop):
+                if not outage.ride_out(name, exc, stop, budget=budget):
                     break  # stopped while waiting: nothing is in flight
-                listener, listener_lost = _listen_connection(name, channel), False
+                listener, listener_lost = _open_listener(name, channel)
                 continue
+            budget.reset()
             stats.passes += 1
             for key, value in counts.items():
                 stats.totals[key] = stats.totals.get(key, 0) + value
@@ -149,8 +162,7 @@ def run_loop(
                 stats.busy_passes += 1
                 continue
             if listener_lost:  # the database answered this pass: listen again
-                listener_lost = False
-                listener = _listen_connection(name, channel)
+                listener, listener_lost = _open_listener(name, channel)
             if not _idle_wait(listener, stop, seconds_until_due, wakes_for):
                 listener.close()
                 listener, listener_lost = None, True

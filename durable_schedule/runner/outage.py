@@ -22,7 +22,13 @@ import random
 import time
 from collections.abc import Callable
 
-from django.db import DatabaseError, InterfaceError, OperationalError, connections
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    InternalError,
+    OperationalError,
+    connections,
+)
 
 from durable_schedule import conf
 from durable_schedule.errors import RetriesExhausted
@@ -35,13 +41,16 @@ log = logging.getLogger("durable_schedule.runner")
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 10.0
 
-_CONNECTION_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
+#: Besides class 08: server shutdown and start-up, and a server that went read-only under the
+#: runner (a failover's demoted primary or a standby; runner/retry.py RECONNECT_SQLSTATES).
+_CONNECTION_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "25006"})
 
 
 def is_connection_loss(exc: BaseException) -> bool:
     """The database (or the pooler in front of it) is unreachable, as opposed to a statement
-    that failed: a connection-exception SQLSTATE (class 08), a server shutdown, or a dropped
-    connection without any SQLSTATE. Looks through RetriesExhausted to its cause."""
+    that failed: a connection-exception SQLSTATE (class 08), a server shutdown, a server that
+    went read-only (25006: a failover's demoted primary or a standby), or a dropped connection
+    without any SQLSTATE. Looks through RetriesExhausted to its cause."""
     cur: BaseException | None = exc
     for _ in range(10):
         if cur is None:
@@ -52,7 +61,10 @@ def is_connection_loss(exc: BaseException) -> bool:
     state_ = sqlstate_of(cur)
     if state_ is not None:
         return state_.startswith("08") or state_ in _CONNECTION_SQLSTATES
-    return isinstance(cur, (OperationalError, InterfaceError))
+    # Without SQLSTATE: a dropped connection, or the protocol-level surprise a server connection
+    # cut behind a pooler leaves (psycopg's client-side InternalError "received 2 results from
+    # command 'COMMIT'"), which runner/retry.py already retries as a cut connection.
+    return isinstance(cur, (OperationalError, InterfaceError, InternalError))
 
 
 def backoff_delays(rng: random.Random | None = None):
@@ -70,18 +82,45 @@ def _database_answers() -> None:
     conn.close()  # whatever it held belongs to the lost session
     conn.ensure_connection()
     with conn.cursor() as cur:
-        cur.execute("select 1")
+        # A server that answers read-only (a standby or the demoted primary after a failover)
+        # is not back yet: every pass would fail on its first write.
+        cur.execute("select current_setting('transaction_read_only')")
+        if cur.fetchone()[0] == "on":
+            conn.close()
+            raise OperationalError("the server accepts only read-only transactions (a standby "
+                                   "or a demoted primary after a failover?)")
+
+
+class Budget:
+    """When the current outage began, for a loop: an outage ends when a *pass* succeeds, not
+    when the reconnect probe answers. A database that answers ``select 1`` but cuts every pass
+    (a server in a crash loop, a pooler that loses its server connection mid-transaction) is
+    still down, and the tolerance must run out on it too instead of starting afresh at every
+    reconnect."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+
+    def start(self, now: float) -> float:
+        if self.started is None:
+            self.started = now
+        return self.started
+
+    def reset(self) -> None:
+        self.started = None
 
 
 def ride_out(name: str, error: BaseException, stop, *,
              probe: Callable[[], None] = _database_answers,
-             clock: Callable[[], float] = time.monotonic) -> bool:
+             clock: Callable[[], float] = time.monotonic,
+             budget: Budget | None = None) -> bool:
     """Wait until the database answers again; True when it does, False when ``stop`` was set.
 
-    Raises RetriesExhausted (DS405) once the outage has lasted longer than the tolerance.
+    Raises RetriesExhausted (DS405) once the outage has lasted longer than the tolerance,
+    counted from ``budget``'s start (the first lost pass since the last good one) when given.
     """
     tolerance = conf.outage_tolerance_seconds()
-    started = clock()
+    started = (budget or Budget()).start(clock())
     state.connection_lost(name)
     log.warning("%s runner: database connection lost, reconnecting for up to %.0fs: %s",
                 name, tolerance, str(error).strip(), extra={"runner": name, "outage": "lost"})
@@ -91,7 +130,8 @@ def ride_out(name: str, error: BaseException, stop, *,
         elapsed = clock() - started
         if elapsed >= tolerance:
             raise RetriesExhausted(
-                f"{name} runner: the database stayed unreachable for {elapsed:.0f}s, longer "
+                f"{name} runner: the database stayed unreachable (or cut every pass) for "
+                f"{elapsed:.0f}s, longer "
                 f"than DURABLE_SCHEDULE['OUTAGE_TOLERANCE_SECONDS'] = {tolerance:g}; last: "
                 f"{type(last).__name__}: {str(last).strip()}",
                 phase=f"{name}.reconnect") from last

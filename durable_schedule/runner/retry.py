@@ -47,7 +47,17 @@ TRANSIENT_SQLSTATES = frozenset({
     # crashed?" when the server connection behind a client dies mid-transaction, seen in the
     # soak through PgBouncer); the transaction's fate is unknown, as after a cut connection.
     "08P01",
+    # read_only_sql_transaction: no runner phase runs a read-only transaction of its own, so
+    # this is the server: a demoted primary or a standby reached after a failover (stale DNS,
+    # a pooler still pointing at the old host), or default_transaction_read_only switched on.
+    # The session is closed before the retry (RECONNECT_SQLSTATES), so the retry connects anew
+    # and, once the address or libpq's target_session_attrs=read-write finds the new primary,
+    # succeeds.
+    "25006",
 })
+#: Transient SQLSTATEs after which the session itself must go: the connection still answers
+#: (``is_usable()``), but to a server that cannot take the phase's writes.
+RECONNECT_SQLSTATES = frozenset({"25006"})
 #: SQLSTATEs that must never be retried: privileges and role problems.
 NEVER_RETRIED_SQLSTATES = frozenset({"42501", "28000", "28P01", "42704"})
 
@@ -88,13 +98,14 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, (OperationalError, InterfaceError, InternalError)) and state is None
 
 
-def _reset_connections() -> None:
-    """Drop connections that are broken or mid-transaction so the retry starts clean."""
+def _reset_connections(reconnect: bool = False) -> None:
+    """Drop connections that are broken or mid-transaction so the retry starts clean; with
+    ``reconnect``, every connection of this thread outside a caller's transaction."""
     for conn in connections.all(initialized_only=True):
         if conn.in_atomic_block:
             continue  # never pull the rug from a caller's transaction
         try:
-            if conn.connection is not None and not conn.is_usable():
+            if conn.connection is not None and (reconnect or not conn.is_usable()):
                 conn.close()
         except DatabaseError:
             conn.close()
@@ -132,6 +143,6 @@ def run_with_retry(
                 phase, attempt + 1, RETRIES + 1, delay, exc,
                 extra={"phase": phase, "sqlstate": sqlstate_of(exc), **identity},
             )
-            _reset_connections()
+            _reset_connections(reconnect=sqlstate_of(exc) in RECONNECT_SQLSTATES)
             sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover

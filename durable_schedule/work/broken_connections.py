@@ -10,21 +10,36 @@ database failed, for the life of the worker process.
 
 from __future__ import annotations
 
+import psycopg
 from django.db import connections
 
 
+def _usable_and_writable(conn) -> bool:
+    """One round trip, as Django's ``is_usable()``: False when the session is dead, and also
+    when it answers read-only -- the standby or demoted primary a reconnect after a failover
+    can land on (stale DNS, a pooler still pointing at the old host). Such a session answers
+    ``SELECT 1`` for ever, so the slot would fail every attempt that writes."""
+    try:
+        with conn.connection.cursor() as cur:
+            cur.execute("select current_setting('transaction_read_only')")
+            return cur.fetchone()[0] != "on"
+    except psycopg.Error:
+        return False
+
+
 def drop_broken_connections() -> None:
-    """Close this thread's connections that an error left unusable, so the next use reconnects.
+    """Close this thread's connections that an error left unusable (or read-only), so the next
+    use reconnects.
 
     Called after a failed attempt (a dead connection shows as the executor's error): the
-    success path pays nothing, only a connection that saw an error pays for the
-    ``is_usable()`` round trip, and ``CONN_MAX_AGE`` is not applied here: the thread keeps its
-    healthy connection across passes.
+    success path pays nothing, only a connection that saw an error pays for the one round
+    trip, and ``CONN_MAX_AGE`` is not applied here: the thread keeps its healthy connection
+    across passes.
     """
     for conn in connections.all(initialized_only=True):
         if conn.connection is None or not conn.errors_occurred or conn.in_atomic_block:
             continue
-        if conn.is_usable():
+        if _usable_and_writable(conn):
             conn.errors_occurred = False
         else:
             conn.close()

@@ -78,6 +78,7 @@ class _Pool:
                 job = self.jobs.get()
                 if job is None:
                     return
+                _new_job_health_check()
                 job()
         finally:
             connections.close_all()
@@ -87,6 +88,17 @@ class _Pool:
             self.jobs.put(None)
         for thread in self.threads:
             thread.join()
+
+
+def _new_job_health_check() -> None:
+    """Each job is to a slot thread what a request is to a web thread: with Django's
+    ``CONN_HEALTH_CHECKS`` on, the first query of the job checks the thread's connection first
+    and reconnects if it died while the slot was idle (``idle_session_timeout``, a failover, a
+    restarted pooler, ``pg_terminate_backend``). Django resets the check only at request
+    boundaries, which slot threads never see, so without this the first attempt after such a
+    cut failed. With the setting off (Django's default) this changes nothing."""
+    for conn in connections.all(initialized_only=True):
+        conn.health_check_done = False
 
 
 _pool: _Pool | None = None
