@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connections, transaction
+from django.utils import timezone
 
 from durable_schedule import conf
 from durable_schedule.errors import InvalidTaskOptions
@@ -78,6 +79,12 @@ class DurableBackend(BaseTaskBackend):
         if task.run_after is not None and not isinstance(task.run_after, datetime):
             raise InvalidTask(f"run_after must be an aware datetime, not "
                               f"{type(task.run_after).__name__}")
+        if task.run_after is not None and timezone.is_naive(task.run_after):
+            # Django checks this only under USE_TZ; the Work's due time is an instant whatever
+            # USE_TZ says, and a naive one was refused later, at enqueue, as DS406 (not an
+            # InvalidTask, and after using() had accepted it).
+            raise InvalidTask("run_after must be an aware datetime (durable tasks need one "
+                              "also when USE_TZ is False)")
         if type(task.priority) is not int:
             raise InvalidTask(f"priority must be a whole number between -100 and 100, not "
                               f"{type(task.priority).__name__}")
@@ -140,7 +147,7 @@ class DurableBackend(BaseTaskBackend):
             last_attempted_at=None, args=payload["args"], kwargs=payload["kwargs"],
             backend=self.alias, errors=[], worker_ids=[])
         transaction.on_commit(
-            lambda: signals.task_enqueued.send(sender=type(self), task_result=result),
+            lambda: results.notify(signals.task_enqueued, type(self), result),
             using=self.database)
         return result
 

@@ -160,10 +160,10 @@ class _Executor:
             value = arguments.return_value(_call(task, ctx, call_args, payload["kwargs"]))
         except BaseException as exc:
             finished = results.after_attempt(task_result, exc)
-            signals.task_finished.send(sender=type(backend), task_result=finished)
+            results.notify(signals.task_finished, type(backend), finished)
             raise
         finished = results.after_attempt(task_result, None, value)
-        signals.task_finished.send(sender=type(backend), task_result=finished)
+        results.notify(signals.task_finished, type(backend), finished)
         return value
 
 
