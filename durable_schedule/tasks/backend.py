@@ -18,7 +18,7 @@ from django.db import connections, transaction
 from django.utils import timezone
 
 from durable_schedule import conf
-from durable_schedule.errors import InvalidTaskOptions
+from durable_schedule.errors import InvalidIdentifier, InvalidTaskOptions
 from durable_schedule.evaluation.policy import ExecutionPolicy, checked_add
 from durable_schedule.store.transactions import validate_scope_id
 from durable_schedule.tasks import arguments, results, scoping
@@ -34,6 +34,7 @@ from durable_schedule.tasks.compat import (
 from durable_schedule.tasks.definitions import definition_for, has_reconciler, task_for_name
 from durable_schedule.tasks.options import OPTION_NAMES, DurableTask, ResolvedOptions, resolve
 from durable_schedule.work.enqueue import enqueue as accept
+from durable_schedule.work.enqueue import repeated_identifier
 from durable_schedule.work.safety import ProviderSafety
 
 OPTION_KEYS = frozenset({"SCOPE", "VERSION", "SAFETY", "POLICY", "DEADLINE_AFTER", "DATABASE",
@@ -66,6 +67,7 @@ class DurableBackend(BaseTaskBackend):
             raise InvalidTaskOptions("OPTIONS['TASK_OPTIONS'] must map module paths to dicts",
                                      backend=alias)
         _check_task_options(alias, per_task)
+        _check_queues(alias, self.queues)
         _check_defaults(alias, self.options)
         self._declared_scopes: set[str] = {
             validate_scope_id(values["scope"]) for values in per_task.values()
@@ -89,6 +91,13 @@ class DurableBackend(BaseTaskBackend):
             raise InvalidTask(f"priority must be a whole number between -100 and 100, not "
                               f"{type(task.priority).__name__}")
         super().validate_task(task)
+        if not self.queues:
+            # Django's empty QUEUES admits any queue name; the Work's queue is an identifier,
+            # which enqueue would refuse (DS115) only after using() had accepted the task.
+            try:
+                repeated_identifier(task.queue_name, "queue")
+            except InvalidIdentifier as exc:
+                raise InvalidTask(f"queue_name is not a valid queue name ({exc})") from None
         resolved = self.resolved_options(task)
         if resolved.scope is not None:
             self._declared_scopes.add(resolved.scope)
@@ -186,6 +195,18 @@ def _check_task_options(alias: str, per_task: dict) -> None:
                                      backend=alias, task=path,
                                      unknown=sorted(repr(k) for k in unknown),
                                      known=list(OPTION_NAMES))
+
+
+def _check_queues(alias: str, queues: set) -> None:
+    """Every name in QUEUES is a queue name a Work can have: otherwise each task on it was
+    refused only at its first enqueue (DS115), long after the settings were read."""
+    for queue in queues:
+        try:
+            repeated_identifier(queue, "queue")
+        except InvalidIdentifier as exc:
+            raise InvalidTaskOptions(f"QUEUES holds a name that is not a valid queue name "
+                                     f"({exc.message})", backend=alias,
+                                     got=repr(queue)[:200]) from None
 
 
 def _check_defaults(alias: str, options: dict) -> None:

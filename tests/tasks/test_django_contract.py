@@ -2,7 +2,7 @@
 "Signals", "Status mapping"): a raising signal receiver cannot change a task's outcome,
 ``get_result`` shows the task as it was enqueued (``run_after`` and the backend too, as Django's
 database backend does, so ``refresh()`` asks the backend that holds the result), and a naive
-``run_after`` is an ``InvalidTask`` also when ``USE_TZ`` is False."""
+``run_after`` or a queue name no Work can have is an ``InvalidTask`` from ``validate_task``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from demo import tasks as demo
 from django.db import transaction
 from django.test import override_settings
 
+from durable_schedule.errors import InvalidTaskOptions
+from durable_schedule.tasks import DurableBackend
 from durable_schedule.tasks.compat import (
     InvalidTask,
     TaskResultDoesNotExist,
@@ -131,3 +133,21 @@ def test_run_after__naive_is_invalid_also_without_use_tz(committed_clock):
     from durable_schedule.store.models import Work
 
     assert Work.objects.count() == 0
+
+
+@pytest.mark.parametrize("queue", ["", " padded ", "x" * 201, 5])
+def test_queue_name__any_queue_backend_refuses_a_bad_name_in_using(committed_clock, queue):
+    # Django's empty QUEUES admits any name; before, using() accepted one no Work can have and
+    # enqueue() failed with DS115 (InvalidIdentifier, not InvalidTask).
+    anything = {"default": {"BACKEND": "durable_schedule.tasks.DurableBackend", "QUEUES": [],
+                            "OPTIONS": {"SCOPE": "demo"}}}
+    with override_settings(TASKS=anything):
+        with pytest.raises(InvalidTask, match="DS115"):
+            demo.add.using(queue_name=queue)
+        assert demo.add.using(queue_name="any-name").enqueue(1, 1).task.queue_name == "any-name"
+
+
+def test_queues__a_bad_name_in_queues_is_refused_when_the_backend_is_built():
+    with pytest.raises(InvalidTaskOptions, match="DS243") as caught:
+        DurableBackend("broken", {"QUEUES": ["default", "x" * 201]})
+    assert "1-200 characters" in caught.value.message
