@@ -138,6 +138,11 @@ def resolve_definition(name: str, version: str) -> registry.WorkDefinition | Non
     return definition_for(task, resolved)
 
 
+#: What fails an attempt when a task raises it (work/runtime.py ``_ESCAPED_SIGNALS``): any
+#: Exception, and a GeneratorExit or an async task's own CancelledError leaking out.
+_ATTEMPT_FAILURES = (Exception, GeneratorExit, asyncio.CancelledError)
+
+
 class _Executor:
     """The executor of one task's Work: call the function with the stored arguments."""
 
@@ -158,10 +163,13 @@ class _Executor:
             if task.takes_context:
                 call_args.insert(0, results.context(task_result, ctx))
             value = arguments.return_value(_call(task, ctx, call_args, payload["kwargs"]))
-        except BaseException as exc:
+        except _ATTEMPT_FAILURES as exc:
             finished = results.after_attempt(task_result, exc)
             results.notify(signals.task_finished, type(backend), finished)
             raise
+        # KeyboardInterrupt and SystemExit pass without task_finished: they stop the worker and
+        # the attempt records no outcome (docs/work.md "What an executor raises"); it is
+        # recovered after its lease and may yet succeed, so a FAILED signal would be false.
         finished = results.after_attempt(task_result, None, value)
         results.notify(signals.task_finished, type(backend), finished)
         return value

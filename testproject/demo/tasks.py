@@ -45,6 +45,12 @@ def always_fails(message):
 
 
 @task
+def exits(code):
+    """Raises SystemExit, as a library calling sys.exit() would: the worker stops."""
+    raise SystemExit(code)
+
+
+@task
 def returns_a_set():
     return {1, 2}
 

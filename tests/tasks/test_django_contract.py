@@ -151,3 +151,14 @@ def test_queues__a_bad_name_in_queues_is_refused_when_the_backend_is_built():
     with pytest.raises(InvalidTaskOptions, match="DS243") as caught:
         DurableBackend("broken", {"QUEUES": ["default", "x" * 201]})
     assert "1-200 characters" in caught.value.message
+
+
+def test_task_finished__not_sent_when_the_task_stops_the_worker(committed_clock, signalled):
+    # Before: task_finished said FAILED for an attempt that records no outcome (SystemExit stops
+    # the worker; the attempt is recovered after its lease and may yet succeed).
+    result = demo.exits.enqueue(3)
+    with pytest.raises(SystemExit):
+        run_pass()
+    assert [s[0] for s in signalled] == ["task_enqueued", "task_started"]
+    assert demo.exits.get_result(result.id).status == TaskResultStatus.RUNNING
+    assert history(result.id) == ["accepted", "admitted"]
