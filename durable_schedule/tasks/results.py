@@ -169,16 +169,14 @@ def _as_enqueued(task: Task, alias: str, info: WorkInfo,
     """The task as it was enqueued: ``using(queue_name=, priority=, run_after=)`` and the
     backend that holds the result (what Django's database backend shows, and what
     ``TaskResult.refresh()`` asks). ``run_after`` is the due time fixed at acceptance when it is
-    not the acceptance instant itself (Work accepted with no ``run_after`` is due at once); a
-    schedule occurrence's Work, whose due time the schedule set, shows none."""
+    not the acceptance instant itself (Work accepted with no ``run_after`` is due at once)."""
     changes: dict[str, Any] = {}
     if routing is not None:
         queue, priority, accepted_due_at = routing
         if (task.queue_name, task.priority) != (queue, priority):
             changes.update(queue_name=queue, priority=priority)
         run_after = (accepted_due_at if accepted_due_at is not None
-                     and accepted_due_at != info.accepted_at
-                     and info.source_occurrence_id is None else None)
+                     and accepted_due_at != info.accepted_at else None)
         if run_after != task.run_after:
             changes["run_after"] = run_after
     if task.backend != alias:

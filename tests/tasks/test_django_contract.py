@@ -162,3 +162,17 @@ def test_task_finished__not_sent_when_the_task_stops_the_worker(committed_clock,
     assert [s[0] for s in signalled] == ["task_enqueued", "task_started"]
     assert demo.exits.get_result(result.id).status == TaskResultStatus.RUNNING
     assert history(result.id) == ["accepted", "admitted"]
+
+
+def test_get_result__a_schedule_runs_task_has_no_run_after(committed_clock):
+    # An occurrence's Work is due when it is accepted (tasks.target() refuses a run_after).
+    from durable_schedule import schedules, tasks
+    from durable_schedule.processor import process_due
+    from durable_schedule.store.models import Work
+
+    schedules.create("demo", "late-add", schedules.Every(timedelta(hours=1)),
+                     tasks.target(demo.add, 1, 2))
+    committed_clock.advance(timedelta(hours=1, minutes=30))  # materialized late: due != accepted
+    assert process_due(max_schedules=10, lease_owner="tests").materialized >= 1
+    work = Work.objects.filter(work_name="demo.tasks.add").order_by("due_at").first()
+    assert demo.add.get_result(str(work.work_id)).task.run_after is None
