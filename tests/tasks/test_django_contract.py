@@ -164,7 +164,7 @@ def test_task_finished__not_sent_when_the_task_stops_the_worker(committed_clock,
     assert history(result.id) == ["accepted", "admitted"]
 
 
-def test_get_result__a_schedule_runs_task_has_no_run_after(committed_clock):
+def test_get_result__a_schedule_runs_task_has_no_run_after(committed_clock, signalled):
     # An occurrence's Work is due when it is accepted (tasks.target() refuses a run_after).
     from durable_schedule import schedules, tasks
     from durable_schedule.processor import process_due
@@ -176,3 +176,7 @@ def test_get_result__a_schedule_runs_task_has_no_run_after(committed_clock):
     assert process_due(max_schedules=10, lease_owner="tests").materialized >= 1
     work = Work.objects.filter(work_name="demo.tasks.add").order_by("due_at").first()
     assert demo.add.get_result(str(work.work_id)).task.run_after is None
+    run_pass()
+    # the processor accepted the run: no task_enqueued; the worker ran it: started, finished
+    assert [s[:2] for s in signalled] == [("task_started", "RUNNING"),
+                                          ("task_finished", "SUCCESSFUL")]
