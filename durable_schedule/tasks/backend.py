@@ -14,6 +14,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.apps import apps
 from django.db import connections, transaction
 from django.utils import timezone
 
@@ -31,7 +32,12 @@ from durable_schedule.tasks.compat import (
     TaskResultStatus,
     signals,
 )
-from durable_schedule.tasks.definitions import definition_for, has_reconciler, task_for_name
+from durable_schedule.tasks.definitions import (
+    definition_for,
+    has_reconciler,
+    inside_installed_app,
+    task_for_name,
+)
 from durable_schedule.tasks.options import OPTION_NAMES, DurableTask, ResolvedOptions, resolve
 from durable_schedule.work.enqueue import enqueue as accept
 from durable_schedule.work.enqueue import repeated_identifier
@@ -91,6 +97,14 @@ class DurableBackend(BaseTaskBackend):
             raise InvalidTask(f"priority must be a whole number between -100 and 100, not "
                               f"{type(task.priority).__name__}")
         super().validate_task(task)
+        if apps.apps_ready and not inside_installed_app(task.func.__module__):
+            # A worker imports task code only from installed apps (definitions.py): Work of
+            # this task was accepted, then every attempt failed with LookupError (or, in a
+            # worker that had not imported it, was suspended) and get_result() answered
+            # TaskResultDoesNotExist for the id enqueue() had just returned.
+            raise InvalidTask(f"durable task {task.module_path} is not defined in a module of "
+                              "an installed app (INSTALLED_APPS): workers import task code "
+                              "only from installed apps, so it could never run")
         if not self.queues:
             # Django's empty QUEUES admits any queue name; the Work's queue is an identifier,
             # which enqueue would refuse (DS115) only after using() had accepted the task.

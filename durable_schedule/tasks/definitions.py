@@ -109,7 +109,7 @@ def task_for_name(name: str) -> Task | None:
     from durable_schedule.tasks.backend import DurableBackend
 
     module_path, _, attr = name.rpartition(".")
-    if not module_path or not _inside_installed_app(module_path):
+    if not module_path or not inside_installed_app(module_path):
         return None
     try:
         candidate = import_string(name)
@@ -121,7 +121,7 @@ def task_for_name(name: str) -> Task | None:
     return candidate if isinstance(backend, DurableBackend) else None
 
 
-def _inside_installed_app(module_path: str) -> bool:
+def inside_installed_app(module_path: str) -> bool:
     return any(module_path == app.name or module_path.startswith(app.name + ".")
                for app in apps.get_app_configs())
 

@@ -180,3 +180,13 @@ def test_get_result__a_schedule_runs_task_has_no_run_after(committed_clock, sign
     # the processor accepted the run: no task_enqueued; the worker ran it: started, finished
     assert [s[:2] for s in signalled] == [("task_started", "RUNNING"),
                                           ("task_finished", "SUCCESSFUL")]
+
+
+def test_validate_task__a_task_outside_the_installed_apps_is_invalid():
+    # Before: it was enqueued, get_result() of the id it returned raised
+    # TaskResultDoesNotExist, and every attempt failed with LookupError (workers import task
+    # code only from installed apps).
+    import importlib
+
+    with pytest.raises(InvalidTask, match="installed app"):
+        importlib.import_module("tests.tasks.outside_app_tasks")
