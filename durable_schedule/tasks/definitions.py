@@ -94,12 +94,13 @@ def _attach_reconciler(task: Task, definition: registry.WorkDefinition) -> None:
         return
 
     def reconcile(ctx, payload):
-        from durable_schedule.tasks import results
+        from durable_schedule.tasks import results, scoping
 
         backend = task.get_backend()
         found = results.read(ctx.scope, ctx.work_id, using=backend.database)
         task_result = results.build(task, backend.alias, *found)
-        return fn(results.context(task_result, ctx), *payload["args"], **payload["kwargs"])
+        with scoping.scope(ctx.scope):  # as the task's run sees it (_Executor)
+            return fn(results.context(task_result, ctx), *payload["args"], **payload["kwargs"])
 
     definition.reconciler(reconcile)
 
@@ -150,6 +151,15 @@ class _Executor:
         self.name = name
 
     def __call__(self, ctx, payload: dict[str, Any]) -> Any:
+        from durable_schedule.tasks import scoping
+
+        # The run (and the worker-side signal receivers) sees the Work's scope as its ambient
+        # scope, as the code that enqueued it did: a task it enqueues goes to the same tenant
+        # and get_result() reads that tenant's results, instead of the backend's default scope.
+        with scoping.scope(ctx.scope):
+            return self._run(ctx, payload)
+
+    def _run(self, ctx, payload: dict[str, Any]) -> Any:
         from durable_schedule.tasks import results
 
         task = task_for_name(self.name)

@@ -45,6 +45,12 @@ def always_fails(message):
 
 
 @task
+def enqueue_child(x):
+    """Enqueues ``add(x, 1)`` from inside a run and returns the child's result id."""
+    return add.enqueue(x, 1).id
+
+
+@task
 def exits(code):
     """Raises SystemExit, as a library calling sys.exit() would: the worker stops."""
     raise SystemExit(code)

@@ -190,3 +190,28 @@ def test_validate_task__a_task_outside_the_installed_apps_is_invalid():
 
     with pytest.raises(InvalidTask, match="installed app"):
         importlib.import_module("tests.tasks.outside_app_tasks")
+
+
+def test_run__the_runs_ambient_scope_is_its_works_scope(committed_clock):
+    # Before: the worker ran the task with no ambient scope, so a task enqueued by a tenant's
+    # task went to the backend's default scope ("demo"), and a worker-side receiver's
+    # get_result() of the run's own id raised TaskResultDoesNotExist.
+    from durable_schedule import tasks
+    from tests.work.conftest import work_row
+
+    seen = []
+
+    def read_back(sender, task_result, **kwargs):
+        seen.append(demo.enqueue_child.get_result(task_result.id).status)
+
+    signals.task_finished.connect(read_back, weak=False)
+    try:
+        with tasks.scope("tenant-7"):
+            parent = demo.enqueue_child.enqueue(1)
+        assert run_pass(max_items=1).succeeded == 1
+    finally:
+        signals.task_finished.disconnect(read_back)
+    assert seen == [TaskResultStatus.RUNNING]  # read in the run: the attempt is not stored yet
+    with tasks.scope("tenant-7"):
+        child_id = demo.enqueue_child.get_result(parent.id).return_value
+    assert work_row(child_id, "scope_id") == ("tenant-7",)
