@@ -14,10 +14,12 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.apps import apps
 from django.db import connections, transaction
+from django.utils import timezone
 
 from durable_schedule import conf
-from durable_schedule.errors import InvalidTaskOptions
+from durable_schedule.errors import InvalidIdentifier, InvalidTaskOptions
 from durable_schedule.evaluation.policy import ExecutionPolicy, checked_add
 from durable_schedule.store.transactions import validate_scope_id
 from durable_schedule.tasks import arguments, results, scoping
@@ -30,9 +32,15 @@ from durable_schedule.tasks.compat import (
     TaskResultStatus,
     signals,
 )
-from durable_schedule.tasks.definitions import definition_for, has_reconciler, task_for_name
+from durable_schedule.tasks.definitions import (
+    definition_for,
+    has_reconciler,
+    inside_installed_app,
+    task_for_name,
+)
 from durable_schedule.tasks.options import OPTION_NAMES, DurableTask, ResolvedOptions, resolve
 from durable_schedule.work.enqueue import enqueue as accept
+from durable_schedule.work.enqueue import repeated_identifier
 from durable_schedule.work.safety import ProviderSafety
 
 OPTION_KEYS = frozenset({"SCOPE", "VERSION", "SAFETY", "POLICY", "DEADLINE_AFTER", "DATABASE",
@@ -65,6 +73,7 @@ class DurableBackend(BaseTaskBackend):
             raise InvalidTaskOptions("OPTIONS['TASK_OPTIONS'] must map module paths to dicts",
                                      backend=alias)
         _check_task_options(alias, per_task)
+        _check_queues(alias, self.queues)
         _check_defaults(alias, self.options)
         self._declared_scopes: set[str] = {
             validate_scope_id(values["scope"]) for values in per_task.values()
@@ -78,10 +87,31 @@ class DurableBackend(BaseTaskBackend):
         if task.run_after is not None and not isinstance(task.run_after, datetime):
             raise InvalidTask(f"run_after must be an aware datetime, not "
                               f"{type(task.run_after).__name__}")
+        if task.run_after is not None and timezone.is_naive(task.run_after):
+            # Django checks this only under USE_TZ; the Work's due time is an instant whatever
+            # USE_TZ says, and a naive one was refused later, at enqueue, as DS406 (not an
+            # InvalidTask, and after using() had accepted it).
+            raise InvalidTask("run_after must be an aware datetime (durable tasks need one "
+                              "also when USE_TZ is False)")
         if type(task.priority) is not int:
             raise InvalidTask(f"priority must be a whole number between -100 and 100, not "
                               f"{type(task.priority).__name__}")
         super().validate_task(task)
+        if apps.apps_ready and not inside_installed_app(task.func.__module__):
+            # A worker imports task code only from installed apps (definitions.py): Work of
+            # this task was accepted, then every attempt failed with LookupError (or, in a
+            # worker that had not imported it, was suspended) and get_result() answered
+            # TaskResultDoesNotExist for the id enqueue() had just returned.
+            raise InvalidTask(f"durable task {task.module_path} is not defined in a module of "
+                              "an installed app (INSTALLED_APPS): workers import task code "
+                              "only from installed apps, so it could never run")
+        if not self.queues:
+            # Django's empty QUEUES admits any queue name; the Work's queue is an identifier,
+            # which enqueue would refuse (DS115) only after using() had accepted the task.
+            try:
+                repeated_identifier(task.queue_name, "queue")
+            except InvalidIdentifier as exc:
+                raise InvalidTask(f"queue_name is not a valid queue name ({exc})") from None
         resolved = self.resolved_options(task)
         if resolved.scope is not None:
             self._declared_scopes.add(resolved.scope)
@@ -140,7 +170,7 @@ class DurableBackend(BaseTaskBackend):
             last_attempted_at=None, args=payload["args"], kwargs=payload["kwargs"],
             backend=self.alias, errors=[], worker_ids=[])
         transaction.on_commit(
-            lambda: signals.task_enqueued.send(sender=type(self), task_result=result),
+            lambda: results.notify(signals.task_enqueued, type(self), result),
             using=self.database)
         return result
 
@@ -179,6 +209,18 @@ def _check_task_options(alias: str, per_task: dict) -> None:
                                      backend=alias, task=path,
                                      unknown=sorted(repr(k) for k in unknown),
                                      known=list(OPTION_NAMES))
+
+
+def _check_queues(alias: str, queues: set) -> None:
+    """Every name in QUEUES is a queue name a Work can have: otherwise each task on it was
+    refused only at its first enqueue (DS115), long after the settings were read."""
+    for queue in queues:
+        try:
+            repeated_identifier(queue, "queue")
+        except InvalidIdentifier as exc:
+            raise InvalidTaskOptions(f"QUEUES holds a name that is not a valid queue name "
+                                     f"({exc.message})", backend=alias,
+                                     got=repr(queue)[:200]) from None
 
 
 def _check_defaults(alias: str, options: dict) -> None:

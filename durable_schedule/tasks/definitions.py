@@ -94,12 +94,13 @@ def _attach_reconciler(task: Task, definition: registry.WorkDefinition) -> None:
         return
 
     def reconcile(ctx, payload):
-        from durable_schedule.tasks import results
+        from durable_schedule.tasks import results, scoping
 
         backend = task.get_backend()
         found = results.read(ctx.scope, ctx.work_id, using=backend.database)
         task_result = results.build(task, backend.alias, *found)
-        return fn(results.context(task_result, ctx), *payload["args"], **payload["kwargs"])
+        with scoping.scope(ctx.scope):  # as the task's run sees it (_Executor)
+            return fn(results.context(task_result, ctx), *payload["args"], **payload["kwargs"])
 
     definition.reconciler(reconcile)
 
@@ -109,7 +110,7 @@ def task_for_name(name: str) -> Task | None:
     from durable_schedule.tasks.backend import DurableBackend
 
     module_path, _, attr = name.rpartition(".")
-    if not module_path or not _inside_installed_app(module_path):
+    if not module_path or not inside_installed_app(module_path):
         return None
     try:
         candidate = import_string(name)
@@ -121,7 +122,7 @@ def task_for_name(name: str) -> Task | None:
     return candidate if isinstance(backend, DurableBackend) else None
 
 
-def _inside_installed_app(module_path: str) -> bool:
+def inside_installed_app(module_path: str) -> bool:
     return any(module_path == app.name or module_path.startswith(app.name + ".")
                for app in apps.get_app_configs())
 
@@ -138,6 +139,11 @@ def resolve_definition(name: str, version: str) -> registry.WorkDefinition | Non
     return definition_for(task, resolved)
 
 
+#: What fails an attempt when a task raises it (work/runtime.py ``_ESCAPED_SIGNALS``): any
+#: Exception, and a GeneratorExit or an async task's own CancelledError leaking out.
+_ATTEMPT_FAILURES = (Exception, GeneratorExit, asyncio.CancelledError)
+
+
 class _Executor:
     """The executor of one task's Work: call the function with the stored arguments."""
 
@@ -145,6 +151,15 @@ class _Executor:
         self.name = name
 
     def __call__(self, ctx, payload: dict[str, Any]) -> Any:
+        from durable_schedule.tasks import scoping
+
+        # The run (and the worker-side signal receivers) sees the Work's scope as its ambient
+        # scope, as the code that enqueued it did: a task it enqueues goes to the same tenant
+        # and get_result() reads that tenant's results, instead of the backend's default scope.
+        with scoping.scope(ctx.scope):
+            return self._run(ctx, payload)
+
+    def _run(self, ctx, payload: dict[str, Any]) -> Any:
         from durable_schedule.tasks import results
 
         task = task_for_name(self.name)
@@ -158,12 +173,15 @@ class _Executor:
             if task.takes_context:
                 call_args.insert(0, results.context(task_result, ctx))
             value = arguments.return_value(_call(task, ctx, call_args, payload["kwargs"]))
-        except BaseException as exc:
+        except _ATTEMPT_FAILURES as exc:
             finished = results.after_attempt(task_result, exc)
-            signals.task_finished.send(sender=type(backend), task_result=finished)
+            results.notify(signals.task_finished, type(backend), finished)
             raise
+        # KeyboardInterrupt and SystemExit pass without task_finished: they stop the worker and
+        # the attempt records no outcome (docs/work.md "What an executor raises"); it is
+        # recovered after its lease and may yet succeed, so a FAILED signal would be false.
         finished = results.after_attempt(task_result, None, value)
-        signals.task_finished.send(sender=type(backend), task_result=finished)
+        results.notify(signals.task_finished, type(backend), finished)
         return value
 
 

@@ -1,12 +1,13 @@
 """Per-task durable options and the Task class the backend hands to ``@task``.
 
 A task is one Work definition (docs/tasks.md "Options"): its name is the task's module path, its
-version, provider safety, execution policy, deadline and scope are options. Django 6.1 forwards
-extra ``@task(...)`` keyword arguments to the backend's ``task_class``, so there they are written
-in the decorator; on Django 6.0 and the backport the decorator takes no extra arguments, so the
-same options come from the backend's ``OPTIONS["TASK_OPTIONS"]`` (keyed by module path) or from
-the :func:`options` decorator placed above ``@task``. One rule decides, in this order: a value on
-the task, then ``TASK_OPTIONS`` for its module path, then the backend's defaults.
+version, provider safety, execution policy, deadline and scope are options. Django 6.1 and the
+django-tasks backport (0.12) forward extra ``@task(...)`` keyword arguments to the backend's
+``task_class``, so there they are written in the decorator; on Django 6.0 the decorator takes no
+extra arguments, so the same options come from the backend's ``OPTIONS["TASK_OPTIONS"]`` (keyed
+by module path) or from the :func:`options` decorator placed above ``@task``. One rule decides,
+in this order: a value on the task, then ``TASK_OPTIONS`` for its module path, then the
+backend's defaults.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class ResolvedOptions:
 
 
 def options(**values: Any):
-    """Decorator for Django 6.0 and the backport, placed above ``@task``::
+    """Decorator for Django 6.0 (any version works), placed above ``@task``::
 
         @options(safety="reconcile_before_retry", version="v2")
         @task

@@ -28,8 +28,10 @@ and which may come before any attempt ran -- one more entry whose class is ``Tas
 from __future__ import annotations
 
 import dataclasses
+import logging
 import traceback
 import uuid
+from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
@@ -55,6 +57,8 @@ from durable_schedule.work.rows import (
     SUCCEEDED,
     SUSPENDED,
 )
+
+log = logging.getLogger("durable_schedule.tasks")
 
 _QUERIES = "task_queries.sql"
 _WORK_QUERIES = "work_queries.sql"
@@ -109,9 +113,9 @@ class DurableTaskContext(TaskContext):
 
 
 def read(scope: str, work_id: uuid.UUID, *, using: str | None = None
-         ) -> tuple[WorkInfo, list[tuple], tuple[str, int]] | None:
-    """The Work row, its attempt history and its (queue, priority), in one scoped
-    transaction; None when absent. A read: it never creates the scope (docs/security.md
+         ) -> tuple[WorkInfo, list[tuple], tuple[str, int, datetime | None]] | None:
+    """The Work row, its attempt history and its (queue, priority, accepted due time), in one
+    scoped transaction; None when absent. A read: it never creates the scope (docs/security.md
     "Reads never create scopes")."""
     with scoped(scope, using=using, create=False) as cur:
         cur.execute(query(_WORK_QUERIES, "get"), {"scope_id": scope, "work_id": work_id})
@@ -121,12 +125,12 @@ def read(scope: str, work_id: uuid.UUID, *, using: str | None = None
         cur.execute(query(_QUERIES, "attempts"), {"scope_id": scope, "work_id": work_id})
         history = cur.fetchall()
         cur.execute(query(_QUERIES, "routing"), {"scope_id": scope, "work_id": work_id})
-        queue, priority = cur.fetchone()
-    return _info(row), history, (queue, priority)
+        routing = cur.fetchone()
+    return _info(row), history, routing
 
 
 def build(task: Task, alias: str, info: WorkInfo, history: list[tuple],
-          routing: tuple[str, int] | None = None) -> TaskResult:
+          routing: tuple[str, int, datetime | None] | None = None) -> TaskResult:
     admitted = [(actor, at) for event, _attempt, actor, _detail, at in history
                 if event == "admitted"]
     errors = [_task_error(codec.loads(detail).get("error") if isinstance(detail, str)
@@ -140,12 +144,7 @@ def build(task: Task, alias: str, info: WorkInfo, history: list[tuple],
     if ended is not None:
         errors.append(ended)
     payload = info.payload or {}
-    if routing is not None and (task.queue_name, task.priority) != routing:
-        # The task as it was enqueued (``using(queue_name=..., priority=...)``).
-        try:
-            task = dataclasses.replace(task, queue_name=routing[0], priority=routing[1])
-        except InvalidTask:
-            pass  # the backend's QUEUES no longer list it: show the task as defined now
+    task = _as_enqueued(task, alias, info, routing)
     result = TaskResult(
         task=task,
         id=str(info.work_id),
@@ -163,6 +162,31 @@ def build(task: Task, alias: str, info: WorkInfo, history: list[tuple],
     if info.state == SUCCEEDED:
         object.__setattr__(result, "_return_value", info.result)
     return result
+
+
+def _as_enqueued(task: Task, alias: str, info: WorkInfo,
+                 routing: tuple[str, int, datetime | None] | None) -> Task:
+    """The task as it was enqueued: ``using(queue_name=, priority=, run_after=)`` and the
+    backend that holds the result (what Django's database backend shows, and what
+    ``TaskResult.refresh()`` asks). ``run_after`` is the due time fixed at acceptance when it is
+    not the acceptance instant itself (Work accepted with no ``run_after`` is due at once)."""
+    changes: dict[str, Any] = {}
+    if routing is not None:
+        queue, priority, accepted_due_at = routing
+        if (task.queue_name, task.priority) != (queue, priority):
+            changes.update(queue_name=queue, priority=priority)
+        run_after = (accepted_due_at if accepted_due_at is not None
+                     and accepted_due_at != info.accepted_at else None)
+        if run_after != task.run_after:
+            changes["run_after"] = run_after
+    if task.backend != alias:
+        changes["backend"] = alias
+    if not changes:
+        return task
+    try:
+        return dataclasses.replace(task, **changes)
+    except InvalidTask:
+        return task  # e.g. the backend's QUEUES no longer list it: show the task as defined now
 
 
 def _end_error(state: str, history: list[tuple]) -> TaskError | None:
@@ -231,3 +255,23 @@ def after_attempt(task_result: TaskResult, exc: BaseException | None,
     return dataclasses.replace(task_result, status=TaskResultStatus.FAILED,
                                finished_at=timezone.now(),
                                errors=[*task_result.errors, error])
+
+
+def notify(signal, sender: type, task_result: TaskResult) -> None:
+    """Send ``task_enqueued`` or ``task_finished`` to every receiver, whatever one raises.
+
+    Both report a fact that is already true -- the Work is committed, the attempt has ended --
+    so a receiver's exception must not change it: with ``send`` a raising ``task_finished``
+    receiver turned a task that had returned into a failed attempt, which the retry policy then
+    ran again, and after a failure it replaced the task's own exception in ``errors``; a raising
+    ``task_enqueued`` receiver made ``enqueue()`` raise for a task that was accepted, inviting
+    a second enqueue. Receiver errors are logged (``durable_schedule.tasks``) instead.
+    ``task_started`` is sent with plain ``send`` (definitions.py): nothing has run yet, so a
+    raising receiver fails that attempt before the task runs.
+    """
+    for receiver, response in signal.send_robust(sender=sender, task_result=task_result):
+        if isinstance(response, Exception):
+            log.error("a receiver of a task signal raised; the task's outcome is unchanged: "
+                      "receiver=%r task=%s id=%s status=%s", receiver,
+                      task_result.task.module_path, task_result.id, task_result.status,
+                      exc_info=(type(response), response, response.__traceback__))

@@ -5,6 +5,7 @@ effect writes one ``demo_effect`` row per call, so a test can count how often a 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from datetime import timedelta
 
 from demo.models import Effect
@@ -12,12 +13,13 @@ from durable_schedule import tasks, work
 
 try:
     from django.tasks import task
-
-    FORWARDS_OPTIONS = True  # Django 6.1 forwards extra @task keyword arguments
 except ImportError:  # Django 5.2 with the django-tasks backport
     from django_tasks import task
 
-    FORWARDS_OPTIONS = False
+#: Django 6.1 forwards extra ``@task`` keyword arguments to the backend's task class; Django 6.0
+#: and the backport take none (their ``task()`` has no ``**kwargs``), so ask the signature.
+FORWARDS_OPTIONS = any(p.kind is inspect.Parameter.VAR_KEYWORD
+                       for p in inspect.signature(task).parameters.values())
 
 
 @task
@@ -40,6 +42,18 @@ def record(context, key):
 @task
 def always_fails(message):
     raise ValueError(message)
+
+
+@task
+def enqueue_child(x):
+    """Enqueues ``add(x, 1)`` from inside a run and returns the child's result id."""
+    return add.enqueue(x, 1).id
+
+
+@task
+def exits(code):
+    """Raises SystemExit, as a library calling sys.exit() would: the worker stops."""
+    raise SystemExit(code)
 
 
 @task

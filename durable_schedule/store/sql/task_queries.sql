@@ -9,6 +9,6 @@ SELECT event, attempt, actor, detail, recorded_at
                  'suspended', 'late_result_quarantined')
  ORDER BY id
 
--- name: routing -- the queue and priority the Work was accepted with (TaskResult.task shows them).
-SELECT queue_name, priority FROM durable_work
+-- name: routing -- the queue, priority and due time the Work was accepted with (TaskResult.task shows them).
+SELECT queue_name, priority, accepted_due_at FROM durable_work
  WHERE scope_id = %(scope_id)s AND work_id = %(work_id)s
