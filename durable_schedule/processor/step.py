@@ -54,6 +54,7 @@ from durable_schedule.processor.bridge import OccurrenceIdentity, bridge, link_c
 from durable_schedule.processor.dispatcher import Claim
 from durable_schedule.processor.evaluate import evaluate_pass, generation_fence
 from durable_schedule.schedules import records
+from durable_schedule.schedules import validation as check
 from durable_schedule.schedules.records import TERMINAL_WORK_STATES, Definition, Fences, iso, run
 from durable_schedule.store.transactions import routed
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
@@ -213,6 +214,9 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
 
     where["phase"] = "evaluate"
     spec = d.spec()  # an unevaluable generation is refused before any slot row is locked
+    # A stored jitter not shorter than the target's deadline_after (stored before the commands
+    # refused it, or tampered) would make Work due at or after its deadline: quarantined.
+    check.jitter_within_deadline(d.jitter, d.target_json)
     changed = generation_fence(spec, d.cursor_utc)
     if changed is not None:
         reason, evidence = changed
