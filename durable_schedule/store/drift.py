@@ -8,13 +8,22 @@ an identity or scope column, an extra permissive policy, a policy rewritten to `
 lifted. Attached history partitions are checked like their parent: PostgreSQL applies a
 partition's own grants and policies when it is queried directly. Detached (archived) months
 are the owner's alone (operations/archive.py) and are not checked.
+
+Pinned search paths: every function a migration pins (``ALTER FUNCTION ... SET search_path =
+<app schema>, pg_temp``) must still carry exactly that setting. ``CREATE OR REPLACE FUNCTION``
+without its own ``SET`` clause drops it (schema 17 repaired two such functions), so the set of
+pinned functions is read from the migration SQL files themselves (:func:`pinned_functions`),
+never from a list kept by hand; SECURITY DEFINER functions are checked by their own query
+(store/inspection.py), this one covers the others.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from functools import cache
 
+from durable_schedule.store import sqlfiles
 from durable_schedule.store.sqlfiles import query
 
 log = logging.getLogger(__name__)
@@ -138,3 +147,79 @@ def rls_problems(cur, tables: list[str], *, runtime: str, dispatcher: str,
                     or _normal(live_check) != _normal(check)):
                 problems.append(f"policy {name} on {table} is not the contract's")
     return problems
+
+
+# ---------------------------------------------------------------- pinned search paths
+_MIGRATION_FILE = re.compile(r"^\d{4}_.*\.sql$")
+#: One ``EXECUTE format('...' '...', ...)`` call: its adjacent string literals (SQL joins
+#: literals separated by a newline) hold the statement text.
+_EXECUTE = re.compile(r"EXECUTE\s+(?:pg_catalog\.)?format\(\s*((?:'(?:[^']|'')*'\s*)+)",
+                      re.IGNORECASE)
+_LITERAL = re.compile(r"'((?:[^']|'')*)'")
+_PIN = re.compile(r"ALTER\s+FUNCTION\s+(.+?)\s+SET\s+search_path\s*=\s*%I\s*,\s*pg_temp",
+                  re.IGNORECASE | re.DOTALL)
+_ARRAY = re.compile(r"FOREACH\s+\w+\s+IN\s+ARRAY\s+ARRAY\[(.*?)\]", re.IGNORECASE | re.DOTALL)
+_DO_BLOCK = re.compile(r"DO\s+(\$\w*\$)(.*?)\1", re.DOTALL)
+
+
+_CREATE = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(",
+                     re.IGNORECASE)
+
+
+def _name(signature: str) -> str:
+    return signature.split("(", 1)[0].strip().lower()
+
+
+def pin_events(text: str) -> list[tuple[int, str, str]]:
+    """What one SQL text does to pinned search paths, in text order: ``(position, "pin",
+    signature)`` for an ``ALTER FUNCTION <signature> SET search_path = %I, pg_temp`` run through
+    ``EXECUTE format(...)``, directly or for each element of the ``FOREACH ... IN ARRAY
+    ARRAY[...]`` of its ``DO`` block (``ALTER FUNCTION %s``); ``(position, "create", name)``
+    for a ``CREATE [OR REPLACE] FUNCTION``, which drops an earlier SET clause of every function
+    of that name (no migration writes a SET clause inside CREATE FUNCTION). Comment lines are
+    left out."""
+    text = "\n".join("" if line.lstrip().startswith("--") else line
+                      for line in text.splitlines())
+    events: list[tuple[int, str, str]] = [(m.start(), "create", m.group(1).lower())
+                                          for m in _CREATE.finditer(text)]
+    for block in _DO_BLOCK.finditer(text):
+        body, offset = block.group(2), block.start(2)
+        for call in _EXECUTE.finditer(body):
+            statement = "".join(m.replace("''", "'") for m in _LITERAL.findall(call.group(1)))
+            pin = _PIN.search(statement)
+            if pin is None:
+                continue
+            target = pin.group(1).strip()
+            if target == "%s":
+                targets = [m.replace("''", "'") for array in _ARRAY.finditer(body[:call.start()])
+                           for m in _LITERAL.findall(array.group(1))]
+            else:
+                targets = [target]
+            events.extend((offset + call.start(), "pin", " ".join(t.split())) for t in targets)
+    return sorted(events)
+
+
+@cache
+def pinned_functions() -> tuple[str, ...]:
+    """Every function signature the store's migrations leave pinned, sorted: the migration SQL
+    files replayed in order, a pin adding its signature, a later ``CREATE OR REPLACE`` of that
+    name removing it again (schema 15 unpinned the dispatch routing trigger's function that way,
+    on purpose) until a later pin. A function a later migration dropped is looked up and
+    skipped by :func:`unpinned_functions`."""
+    pinned: set[str] = set()
+    for filename in sqlfiles.available():
+        if not _MIGRATION_FILE.match(filename):
+            continue
+        for _position, kind, value in pin_events(sqlfiles.read(filename)):
+            if kind == "pin":
+                pinned.add(value)
+            else:
+                pinned = {sig for sig in pinned if _name(sig) != value}
+    return tuple(sorted(pinned))
+
+
+def unpinned_functions(cur) -> list[str]:
+    """The pinned functions that exist and are not SECURITY DEFINER but no longer carry
+    exactly ``search_path=<app schema>, pg_temp`` (one catalog query)."""
+    cur.execute(_q("unpinned_functions"), {"signatures": list(pinned_functions())})
+    return [r[0] for r in cur.fetchall()]

@@ -182,6 +182,8 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
         cur.execute(_q("unpinned_definer_functions"))
         problems.extend(f"SECURITY DEFINER function {fn} lacks its pinned search_path "
                         "(<app schema>, pg_temp)" for (fn,) in cur.fetchall())
+        problems.extend(f"function {fn} lacks its pinned search_path (<app schema>, pg_temp)"
+                        for fn in drift.unpinned_functions(cur))
     cur.execute(_q("executable_functions"), (DISPATCHER_ROLE,))
     for (fn,) in cur.fetchall():
         if fn.replace(" ", "") not in {f.replace(" ", "") for f in DISPATCHER_FUNCTIONS}:

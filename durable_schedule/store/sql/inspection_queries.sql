@@ -65,6 +65,17 @@ select tablename::text, policyname::text, permissive, cmd, roles::text[], qual, 
   from pg_policies
  where schemaname = current_schema() and tablename = any(%(tables)s::text[])
 
+-- name: unpinned_functions -- the functions the migrations pin (store/drift.py reads them
+-- from the SQL files) that exist, are not SECURITY DEFINER (the query below covers those) and
+-- lost their pinned search_path: a CREATE OR REPLACE without its SET clause drops it.
+select s.signature
+  from unnest(%(signatures)s::text[]) as s(signature)
+  join pg_proc p on p.oid = to_regprocedure(s.signature)
+ where not p.prosecdef
+   and p.proconfig is distinct from
+       array['search_path=' || quote_ident(current_schema()) || ', pg_temp']
+ order by 1
+
 -- name: unpinned_definer_functions -- store functions that run with the owner's rights
 -- (SECURITY DEFINER) without exactly the pinned search_path of the migrations
 -- (<app schema>, pg_temp): any other path lets a caller's planted object be resolved.
