@@ -77,24 +77,65 @@ def history_partitions(cur) -> list[str]:
     return [r[0] for r in cur.fetchall()]
 
 
-def table_privileges(cur, role: str, table: str) -> set[str]:
-    cur.execute(_q("table_privileges"), {"role": role, "table": table,
-                                          "privs": list(TABLE_PRIVILEGES)})
-    return {r[0] for r in cur.fetchall()}
+# ---------------------------------------------------------------- set-based reads
+# One catalog query per kind of fact, for every table (and role) at once: the check runs at
+# every ``durable_status`` and every metrics scrape (``durable_schedule_store_up``), and a
+# statement per table, column and function made it about 160 round trips.
 
 
-def column_extras(cur, role: str, table: str, by_column: dict[str, tuple[str, ...]],
-                  held: set[str]) -> list[str]:
-    """Column privileges beyond the contract's, for privileges not ``held`` table-wide (a
-    table-wide one, expected or not, is the caller's finding, once, not per column)."""
-    cur.execute(_q("column_privileges"), {"role": role, "table": table,
-                                           "privs": list(COLUMN_PRIVILEGES)})
-    out = []
-    for column, priv in cur.fetchall():
-        if priv in held or column in by_column.get(priv, ()):
-            continue
-        out.append(f"{role} has unexpected {priv} ({column}) on {table}")
+def table_privileges_of(cur, roles: list[str], tables: list[str]) -> dict[tuple[str, str],
+                                                                         set[str]]:
+    """``{(role, table): privileges held}`` of TABLE_PRIVILEGES (PUBLIC's included), every
+    pair present (an empty set when none is held)."""
+    cur.execute(_q("table_privileges_of"), {"roles": roles, "tables": tables,
+                                             "privs": list(TABLE_PRIVILEGES)})
+    out: dict[tuple[str, str], set[str]] = {(r, t): set() for r in roles for t in tables}
+    for role, table, priv in cur.fetchall():
+        out[(role, table)].add(priv)
     return out
+
+
+def column_privileges_of(cur, role: str, tables: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """``{table: [(column, privilege), ...]}`` of COLUMN_PRIVILEGES ``role`` holds on each
+    table's live columns, ordered by column then privilege."""
+    cur.execute(_q("column_privileges_of"), {"role": role, "tables": tables,
+                                              "privs": list(COLUMN_PRIVILEGES)})
+    out: dict[str, list[tuple[str, str]]] = {t: [] for t in tables}
+    for table, column, priv in cur.fetchall():
+        out[table].append((column, priv))
+    return out
+
+
+def lacking_column_privileges(cur, wanted: list[tuple[str, str, str, str]]
+                              ) -> set[tuple[str, str, str, str]]:
+    """Of the ``(role, table, column, privilege)`` given, those the role does not hold."""
+    if not wanted:
+        return set()
+    cur.execute(_q("lacking_column_privileges"), {
+        "roles": [w[0] for w in wanted], "tables": [w[1] for w in wanted],
+        "columns": [w[2] for w in wanted], "privs": [w[3] for w in wanted]})
+    return {tuple(r) for r in cur.fetchall()}
+
+
+def function_access(cur, wanted: list[tuple[str, str]]
+                    ) -> dict[tuple[str, str], tuple[bool, bool, bool]]:
+    """``{(role, signature): (exists, role may EXECUTE, PUBLIC may EXECUTE)}``."""
+    if not wanted:
+        return {}
+    cur.execute(_q("function_access"), {"roles": [w[0] for w in wanted],
+                                         "signatures": [w[1] for w in wanted]})
+    return {(role, fn): (exists, bool(mine), bool(public))
+            for role, fn, exists, mine, public in cur.fetchall()}
+
+
+def column_extras_of(role: str, table: str, held_columns: list[tuple[str, str]],
+                     by_column: dict[str, tuple[str, ...]], held: set[str]) -> list[str]:
+    """Column privileges beyond the contract's (from :func:`column_privileges_of`), for
+    privileges not ``held`` table-wide (a table-wide one, expected or not, is the caller's
+    finding, once, not per column)."""
+    return [f"{role} has unexpected {priv} ({column}) on {table}"
+            for column, priv in held_columns
+            if priv not in held and column not in by_column.get(priv, ())]
 
 
 def rls_problems(cur, tables: list[str], *, runtime: str, dispatcher: str,
