@@ -22,7 +22,7 @@ def test_sigterm__the_drain_stops_waiting_for_an_executor_that_ignores_cancellat
     [(now,)] = sql("select now()")  # the real clock: the subprocess reads it too
     work_id = runner_targets.stubborn.enqueue(
         scope="tenant-a", command="c", idempotency_key="k", payload={"seconds": 60},
-        deadline=now + timedelta(seconds=8)).work_id  # time for the process to start
+        deadline=now + timedelta(seconds=12)).work_id  # time for the process to start
     proc = start_loop("process_work")
     try:
         wait_until(lambda: sql("select 1 from durable_work where state = 'running'"),
