@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -163,14 +163,22 @@ def _posted_number(request, name: str) -> int | None:
 
 
 def _selected_ids(request) -> list[int]:
-    raw = request.POST.get("ids") if request.method == "POST" else request.GET.get("ids")
-    try:
-        ids = sorted({int(part) for part in (raw or "").split(",") if part})
-    except ValueError:
-        raise Http404("malformed row ids") from None
-    if not ids:
-        raise Http404("no rows selected")
-    return ids[:MAX_ROWS]
+    """The row ids the operation names (``ids``: comma-separated positive numbers, at most
+    MAX_ROWS). Anything else is a 400 with DS406 and changes nothing: more rows than an
+    operation handles are refused, not cut to the first MAX_ROWS unseen."""
+    raw = (request.POST.get("ids") if request.method == "POST" else request.GET.get("ids")) or ""
+    parts = [part for part in raw.split(",") if part]
+    if not parts or not all(p.isascii() and p.isdigit() and len(p) <= 18 for p in parts):
+        raise _bad_ids("must be a comma-separated list of row ids", raw)
+    ids = sorted({int(part) for part in parts})
+    if len(ids) > MAX_ROWS:
+        raise _bad_ids(f"names {len(ids)} rows; an operation handles at most {MAX_ROWS}", raw)
+    return ids
+
+
+def _bad_ids(why: str, raw: str) -> BadRequest:
+    exc = InvalidArgument(f"ids {why}", field="ids", got=raw[:40])
+    return BadRequest(f"{exc.code}: {exc.message}. {exc.next_action}")
 
 
 def _redirect_to_operation(modeladmin, request, queryset, operation: str):

@@ -12,13 +12,18 @@ from __future__ import annotations
 import uuid
 
 from django.contrib import admin
+from django.contrib.admin.views.main import ERROR_FLAG, IGNORED_PARAMS, PAGE_VAR
 from django.db.models import OuterRef, Subquery
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
 from durable_schedule.admin import scoping
+from durable_schedule.admin.filters import bad_parameter, checked_text
 from durable_schedule.store.models import Scope
+
+#: The change list's own query parameters (ordering, search, page, popup...), besides filters.
+CHANGELIST_PARAMS = frozenset((*IGNORED_PARAMS, PAGE_VAR, ERROR_FLAG))
 
 
 def _rendered(response):
@@ -86,7 +91,36 @@ class ReadOnlyScopedAdmin(admin.ModelAdmin):
     def get_list_filter(self, request):
         return (self.scope_filter, *super().get_list_filter(request))
 
+    def filter_parameters(self, request) -> frozenset[str]:
+        """The query parameters of this page's declared list filters."""
+        return frozenset(getattr(spec, "parameter_name", None) or str(spec)
+                         for spec in self.get_list_filter(request))
+
+    def lookup_allowed(self, lookup, value, request=None):
+        # Django asks this for every filter parameter of the query string: only the declared
+        # list filters' own may reach the queryset, no other column lookup
+        # (``?payload__contains=``, ``?scope_id__regex=``). changelist_view refuses the others
+        # first, with DS406.
+        return request is not None and lookup in self.filter_parameters(request)
+
+    def check_changelist_params(self, request) -> None:
+        """Refuse (400, DS406) a query parameter that is neither a declared filter nor one of
+        the change list's own: Django would pass it to ``queryset.filter()`` as a lookup, which
+        a crafted URL turns into a server error (NUL, a bad regex) or a probe of columns the
+        page does not show."""
+        filters = self.filter_parameters(request)
+        for name in request.GET:
+            if name in filters:
+                # Checked here too: a filter without choices (no such rows) is never asked.
+                for value in request.GET.getlist(name):
+                    checked_text(name, value)
+            elif name not in CHANGELIST_PARAMS:
+                raise bad_parameter(name, request.GET.get(name, ""),
+                                    "is not a filter of this page (filters: "
+                                    f"{', '.join(sorted(filters))})")
+
     def changelist_view(self, request, extra_context=None):
+        self.check_changelist_params(request)
         with scoping.read_scope(request) as scope_id:
             context = {**(extra_context or {}), **self.scope_context(request, scope_id)}
             return _rendered(super().changelist_view(request, context))

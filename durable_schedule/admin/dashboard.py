@@ -79,13 +79,13 @@ class HealthDashboardAdmin(admin.ModelAdmin):
         except DatabaseError as exc:
             report = unreachable(exc)
         seen = scoping.visibility(request)
-        hidden = 0
         if not seen.everything:
             # Per-scope facts of other scopes must not leak through the problem list either:
             # keep the visible scopes' suspensions, drop the cross-scope Work aggregates.
-            visible = [s for s in report.suspended_schedules if seen.admits(s.scope_id)]
-            hidden = len(report.suspended_schedules) - len(visible)
-            report.suspended_schedules = visible
+            # Nothing on the page may depend on how many were left out, not even the wording
+            # of an empty table.
+            report.suspended_schedules = [s for s in report.suspended_schedules
+                                          if seen.admits(s.scope_id)]
             report.unlisted_queue_schedules = [u for u in report.unlisted_queue_schedules
                                                if seen.admits(u.scope_id)]
             report.tz_rules_mismatches = _visible_tz_mismatches(report, seen)
@@ -105,7 +105,6 @@ class HealthDashboardAdmin(admin.ModelAdmin):
             "report": report,
             "queues": queues,
             "suspended": suspended,
-            "hidden_suspended": hidden,
             "by_name": sorted(report.work_backlog_by_name.items()) if seen.everything else [],
             "throughput": sorted(report.finished_last_hour.items()) if seen.everything else [],
             "everything": seen.everything,

@@ -4,9 +4,29 @@ allowed values live in the SQL CHECK constraints, docs/protocol/storage.md)."""
 from __future__ import annotations
 
 from django.contrib import admin
+from django.core.exceptions import BadRequest
+
+from durable_schedule.errors import InvalidArgument
 
 #: The lookup value that selects rows whose column is NULL.
 NONE_VALUE = "__none__"
+#: The longest filter value taken from a query string (the store's text columns hold less).
+MAX_VALUE = 1000
+
+
+def bad_parameter(name: str, value: str, why: str) -> BadRequest:
+    """A 400 for a change list query parameter, worded like every refusal (DS406): a crafted
+    URL changes nothing and never reaches the database as a query it would refuse."""
+    exc = InvalidArgument(f"query parameter {name!r} {why}", field=name, got=value[:40])
+    return BadRequest(f"{exc.code}: {exc.message}. {exc.next_action}")
+
+
+def checked_text(name: str, value: str) -> str:
+    """A free filter value: PostgreSQL text cannot hold NUL, and no stored value is longer."""
+    if "\x00" in value or len(value) > MAX_VALUE:
+        raise bad_parameter(name, value, f"must be text of at most {MAX_VALUE} characters "
+                                         "without NUL")
+    return value
 
 
 class ChoicesFilter(admin.SimpleListFilter):
@@ -28,6 +48,10 @@ class ChoicesFilter(admin.SimpleListFilter):
             return queryset
         if value == NONE_VALUE and self.none_label:
             return queryset.filter(**{f"{self.field}__isnull": True})
+        if value not in self.values:
+            # Only the CHECK constraint's values exist: anything else is a crafted URL.
+            raise bad_parameter(self.parameter_name, value,
+                                f"must be one of {', '.join(self.values)}")
         return queryset.filter(**{self.field: value})
 
 
@@ -59,4 +83,6 @@ class DistinctValuesFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         value = self.value()
-        return queryset.filter(**{self.field: value}) if value else queryset
+        if not value:
+            return queryset
+        return queryset.filter(**{self.field: checked_text(self.parameter_name, value)})

@@ -28,6 +28,8 @@ SCHEDULE_STATES = ("active", "suspended", "paused", "deleted", "completed")
 OCCURRENCE_STATES = ("pending", "claimed", "materialized", "skipped", "superseded", "canceled",
                      "suspended")
 OCCURRENCE_KINDS = ("nominal", "recovery", "coalesced", "manual")
+#: The spec kinds of a generation (0007_cron_schedules.sql's CHECK constraint).
+GENERATION_KINDS = ("at", "after", "every", "cron")
 
 
 def _active_generation(field: str) -> Subquery:
@@ -128,7 +130,7 @@ class ScheduleGenerationAdmin(ReadOnlyScopedAdmin):
     list_display = ("scope_id", "schedule_id", "generation", "kind", "accepted_at_utc",
                     "overlap_policy", "buffer_limit", "misfire_policy", "start_at", "end_at",
                     "max_runs", "jitter", "evaluator_version", "created_by")
-    list_filter = (choices_filter("kind", "kind", ("at", "after", "every")),)
+    list_filter = (choices_filter("kind", "kind", GENERATION_KINDS),)
     search_fields = ("=scope_id", "schedule_id")
     ordering = ("-accepted_at_utc", "-generation")
 

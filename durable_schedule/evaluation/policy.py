@@ -62,6 +62,8 @@ def as_duration(value: object, field: str, error: _Err = InvalidArgument) -> tim
     ``error``; floats and sub-microsecond values raise DS206 (docs/protocol/work.md: "rejected, not
     rounded").
     """
+    if value.__class__ is timedelta:  # already what the checks below would return: a copy
+        return value
     if isinstance(value, float):
         raise WorkPrecisionError(f"{field} must be a timedelta or int microseconds, not a float")
     if isinstance(value, bool) or not isinstance(value, int | timedelta):
@@ -78,6 +80,11 @@ def as_duration(value: object, field: str, error: _Err = InvalidArgument) -> tim
 
 def as_instant(value: object, field: str, error: _Err = WorkPrecisionError) -> datetime:
     """Return ``value`` as an aware UTC datetime; naive or non-datetime values raise ``error``."""
+    if value.__class__ is datetime and value.tzinfo is UTC:
+        # A plain UTC datetime (what the store's rows hold) is already the answer: the steps
+        # below would return an equal copy (astimezone returns it unchanged, combine copies
+        # date, time and fold).
+        return value
     if not isinstance(value, datetime):
         raise error(f"{field} must be an aware datetime", value=value)
     if value.tzinfo is None or value.utcoffset() is None:

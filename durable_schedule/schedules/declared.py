@@ -23,7 +23,9 @@ match, through the public API (the same writer as every other caller):
   more is reported, and deleted only with ``--prune``; schedules sync never wrote are never
   touched;
 * a declared identity that was deleted is reported as a conflict (deletion is terminal for an
-  identity): rename the declaration.
+  identity): rename the declaration;
+* a changed declaration of a schedule an operator suspended (reason ``operator``) is reported
+  as held and not updated: ``update`` would lift the suspension, which only an operator does.
 
 Everything happens in one transaction under a transaction-scoped advisory lock, so two deploy
 hosts running it at once serialize: the second sees what the first committed and finds nothing
@@ -36,6 +38,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
@@ -153,11 +156,17 @@ class SyncReport:
     removed: list[tuple[str, str]] = field(default_factory=list)  # in store, not in code
     pruned: list[tuple[str, str]] = field(default_factory=list)
     conflicts: list[tuple[str, str, str]] = field(default_factory=list)
+    #: Changed declarations of schedules an operator suspended: not updated (an update would
+    #: lift the suspension); applied by the first sync after an operator repairs it.
+    held: list[tuple[str, str, list[str]]] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         out = [f"created {s}/{i}" for s, i in self.created]
         out += [f"updated {s}/{i} ({', '.join(f)})" for s, i, f in self.updated]
         out += [f"unchanged {s}/{i}" for s, i in self.unchanged]
+        out += [f"held {s}/{i} ({', '.join(f)} changed): suspended by an operator, not updated; "
+                "the next sync after the suspension is repaired applies it"
+                for s, i, f in self.held]
         out += [f"pruned {s}/{i}" for s, i in self.pruned]
         out += [f"removed from code {s}/{i} (kept; --prune deletes it)"
                 for s, i in self.removed if (s, i) not in self.pruned]
@@ -167,7 +176,8 @@ class SyncReport:
     def summary(self) -> str:
         return (f"created={len(self.created)} updated={len(self.updated)} "
                 f"unchanged={len(self.unchanged)} removed={len(self.removed)} "
-                f"pruned={len(self.pruned)} conflicts={len(self.conflicts)}")
+                f"pruned={len(self.pruned)} conflicts={len(self.conflicts)}"
+                + (f" held={len(self.held)}" if self.held else ""))
 
 
 class _DryRun(Exception):
@@ -224,6 +234,12 @@ def _apply(decl: Declaration, report: SyncReport) -> None:
     if not changed:
         report.unchanged.append(decl.key)
         return
+    if info.state == "suspended" and info.suspension_reason == api.OPERATOR_REASON:
+        # update() is the repair of a suspension: it would lift an operator's stop (a provider
+        # outage, an incident) because a deploy changed the declaration. Only an operator lifts
+        # it (re-issue, update); a paused schedule, by contrast, stays paused through update.
+        report.held.append((*decl.key, changed))
+        return
     api.update(decl.scope, decl.schedule_id, expected_revision=info.revision, spec=decl.spec,
                target=decl.target, overlap=decl.overlap, misfire=decl.misfire,
                safety_window=decl.safety_window or conf.safety_window(), actor=SYNC_ACTOR,
@@ -274,10 +290,28 @@ def _stored_spec(info: ScheduleInfo) -> Any:
 
 
 def _normal(value: Any) -> Any:
-    # Stored JSON comes back through the store's codec; compare canonical forms.
+    """A JSON value as ``jsonb`` keeps it, so that an unchanged declaration compares equal to
+    what the store returns. ``jsonb`` holds numbers as exact decimals and writes them back
+    without an exponent or a negative zero: a declared ``1e+20`` returns as the integer
+    ``100000000000000000000`` and ``-0.0`` as ``0.0`` (while ``1`` and ``1.0`` stay apart)."""
     if isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True, default=str)
+        text = json.dumps(value, default=str)
+        return _canonical(json.loads(text, parse_float=Decimal, parse_int=Decimal))
     return value
+
+
+def _canonical(value: Any) -> Any:
+    # Tagged, so that ``true`` and ``1`` (equal in Python) or an array and an object stay apart.
+    if isinstance(value, dict):
+        return ("object", tuple(sorted((k, _canonical(v)) for k, v in value.items())))
+    if isinstance(value, list):
+        return ("array", tuple(_canonical(v) for v in value))
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, Decimal):
+        # PostgreSQL numeric output: positional digits, the input's scale, no signed zero.
+        return ("number", format(value.copy_abs() if value.is_zero() else value, "f"))
+    return ("text" if isinstance(value, str) else "null", value)
 
 
 def _managed(scope: str) -> list[ScheduleInfo]:

@@ -81,6 +81,18 @@ def _check(value: Any, field: str, depth: int = 0) -> None:
 #: encoder keeps no state between calls, so one instance serves every thread.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                               allow_nan=False)
+try:  # the C encoder JSONEncoder.encode builds anew on every call, made once here
+    from json.encoder import c_encode_basestring as _c_string
+    from json.encoder import c_make_encoder as _c_make_encoder
+except ImportError:  # pragma: no cover - CPython without its _json accelerator
+    _c_make_encoder = None
+#: ``_CANONICAL.encode`` without its per-call set-up: the same C encoder, options and string
+#: escaping, but no circular-reference table (``markers=None``), so it keeps no state between
+#: calls. A cycle cannot reach it: :func:`_check` runs first and refuses any value nesting
+#: deeper than ``_MAX_DEPTH`` (DS209), which every cycle does. None without the accelerator.
+_ENCODE_CHUNKS = None if _c_make_encoder is None or _c_string is None else _c_make_encoder(
+    None, _CANONICAL.default, _c_string, None, _CANONICAL.key_separator,
+    _CANONICAL.item_separator, True, False, False)
 #: The C scanner behind ``json.loads``, without its whitespace skipping and trailing-data check:
 #: canonical text has no whitespace outside strings and is one complete value.
 _SCAN = json.JSONDecoder().scan_once
@@ -91,7 +103,8 @@ def canonical_text_and_bytes(value: Any, field: str = "payload") -> tuple[str, b
     bytes (the encoding that proves the text UTF-8 safe is the one the fingerprint hashes)."""
     _check(value, field)
     try:
-        text = _CANONICAL.encode(value)
+        text = _CANONICAL.encode(value) if _ENCODE_CHUNKS is None else "".join(
+            _ENCODE_CHUNKS(value, 0))
         data = text.encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
         raise PayloadNotEncodable(f"{field} is not encodable as JSON: {exc}") from None

@@ -151,6 +151,13 @@ _FIELDS = [f.name for f in fields(WorkRow)]
 _FIELD_SET = frozenset(_FIELDS)
 #: The Work columns every lock query selects first, in the order of the WorkRow fields.
 _WORK_COLUMNS = _FIELDS[: _FIELDS.index("source_occurrence_id") + 1]
+#: The facts read after the lock, in the order of the lock queries' trailing columns and of the
+#: ``facts`` query (:func:`_parse` names them by these fields).
+_FACT_FIELDS = ("open_permit_no", "open_permit_attempt", "open_permits", "last_permit_no",
+                "dispatch_revision", "dispatch_owner", "now")
+if tuple(_FIELDS[len(_WORK_COLUMNS):]) != _FACT_FIELDS:  # pragma: no cover - a WorkRow edit
+    raise RuntimeError("WorkRow's fields after source_occurrence_id must be the lock facts")
+_ID, _SCOPE_ID, _WORK_ID = (_WORK_COLUMNS.index(n) for n in ("id", "scope_id", "work_id"))
 
 
 def _load(cur, name: str, params: dict[str, Any]) -> WorkRow | None:
@@ -169,17 +176,28 @@ def _load_many(cur, name: str, params: dict[str, Any]) -> dict[int, WorkRow]:
 
 
 def _parse(cur, head: tuple) -> WorkRow:
-    values = dict(zip(_WORK_COLUMNS, head[:len(_WORK_COLUMNS)], strict=True))
-    values["payload"] = codec.loads(values["payload"])
-    facts = head[len(_WORK_COLUMNS):]
+    """The WorkRow of one locked row: the Work columns, then the facts (inline, or read by a
+    second statement). Built as :func:`_evolve` builds its copies, by filling the frozen row's
+    ``__dict__``: the dataclass ``__init__`` over 36 keyword arguments was the largest part of
+    parsing a row (docs/benchmarks.md "Batched Work, client Python"). WorkRow has no
+    ``__post_init__`` and every field is filled, so the row is the one ``__init__`` makes; a head
+    of the wrong length is refused as ``zip(strict=True)`` and the unpacking refused it."""
+    count = len(_WORK_COLUMNS)
+    work, facts = head[:count], head[count:]
+    if len(work) != count:
+        raise ValueError(f"a Work row has {count} columns, got {len(work)}")
     if not facts:
         cur.execute(query(_QUERIES, "facts"), {
-            "id": values["id"], "scope_id": values["scope_id"], "work_id": values["work_id"]})
+            "id": work[_ID], "scope_id": work[_SCOPE_ID], "work_id": work[_WORK_ID]})
         facts = cur.fetchone()
-    open_no, open_attempt, open_count, last_no, revision, owner, now = facts
-    return WorkRow(**values, open_permit_no=open_no, open_permit_attempt=open_attempt,
-                   open_permits=open_count, last_permit_no=last_no, dispatch_revision=revision,
-                   dispatch_owner=owner, now=now)
+    if len(facts) != len(_FACT_FIELDS):
+        raise ValueError(f"expected {len(_FACT_FIELDS)} facts, got {len(facts)}")
+    row = object.__new__(WorkRow)
+    values = row.__dict__
+    values.update(zip(_WORK_COLUMNS, work, strict=True))
+    values["payload"] = codec.loads(values["payload"])
+    values.update(zip(_FACT_FIELDS, facts, strict=True))
+    return row
 
 
 def lock_claimed(cur, work_ref: int) -> WorkRow | None:
@@ -212,14 +230,20 @@ def lock_by_work_id(cur, scope_id: str, work_id) -> WorkRow | None:
 
 
 def dumps(value: Any) -> str:
-    """A history / error detail as JSON text (instants as ISO 8601 strings)."""
-    return json.dumps(value, sort_keys=True, default=_json_default)
+    """A history / error detail as JSON text (instants as ISO 8601 strings): what
+    ``json.dumps(value, sort_keys=True, default=_json_default)`` gives, through one encoder made
+    once (``json.dumps`` with options builds a new one per call; an encoder keeps no state
+    between calls)."""
+    return _DETAILS.encode(value)
 
 
 def _json_default(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
     return str(value)
+
+
+_DETAILS = json.JSONEncoder(sort_keys=True, default=_json_default)
 
 
 # Columns a transition may set; anything not named keeps its current value.

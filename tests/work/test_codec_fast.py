@@ -76,6 +76,36 @@ def test_canonical__what_the_reference_refuses_is_still_ds209(bad):
                     payload=bad, provider_safety="idempotent")
 
 
+def _cycles():
+    loop_list: list = [1]
+    loop_list.append(loop_list)
+    loop_dict: dict = {"a": 1}
+    loop_dict["self"] = loop_dict
+    shared: list = []
+    shared.append({"x": shared})
+    return [loop_list, loop_dict, shared, [[[]]] * 1 + [_deep(70)]]
+
+
+def _deep(levels: int):
+    value: list = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("bad", _cycles())
+def test_canonical__cycles_and_deep_values_are_ds209_and_the_encoder_stays_clean(bad):
+    # The encoder keeps no circular-reference table (made once, shared by every call): a cycle
+    # must be refused before it, and a refusal must leave nothing behind for the next call.
+    with pytest.raises(PayloadNotEncodable) as err:
+        codec.canonical_text_and_bytes(bad)
+    assert err.value.code == "DS209"
+    assert "deeper" in str(err.value)
+    value = {"b": [1, {"c": None}], "a": "x"}
+    assert codec.canonical_json(value) == _reference(value)
+    assert codec.canonical_json(_deep(64)) == _reference(_deep(64))
+
+
 class _Text(str):
     pass
 
