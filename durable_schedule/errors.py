@@ -186,6 +186,17 @@ class InvalidJitter(ScheduleError):
     )
 
 
+class JitterPastDeadline(InvalidJitter):
+    """A jitter that could make an occurrence's Work due at or after the target's deadline."""
+
+    code = "DS155"
+    next_action = (
+        "The Work of a jittered instant is due up to the jitter after it, and its deadline is "
+        "deadline_after from the pass that materializes it: give a jitter shorter than the "
+        "target's deadline_after, or a longer deadline_after (docs/schedules.md \"Jitter\")."
+    )
+
+
 class TriggerSlotBusy(ScheduleError):
     code = "DS150"
     next_action = (

@@ -72,6 +72,7 @@ from durable_schedule.processor.step import (
     _step,
 )
 from durable_schedule.schedules import records
+from durable_schedule.schedules import validation as check
 from durable_schedule.schedules.records import TERMINAL_WORK_STATES, Definition, Fences
 from durable_schedule.store.transactions import (
     pipeline_connection,
@@ -200,6 +201,7 @@ class _Batch:
             else:
                 try:
                     item.spec = _spec(d, item.spec_text, specs)
+                    check.jitter_within_deadline(d.jitter, d.target_json)  # DS155: quarantined
                     fenced = generation_fence(item.spec, d.cursor_utc)
                 except Exception:  # noqa: BLE001 - evaluated alone, where it is quarantined
                     self.result.deferred.append(c)

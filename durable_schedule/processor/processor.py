@@ -38,6 +38,8 @@ from durable_schedule.processor.batch import process_batch
 from durable_schedule.processor.dispatcher import MAX_ROWS, Claim, claim, validate_lease
 from durable_schedule.processor.step import (
     ScheduleOutcome,
+    hold_claim,
+    is_held,
     is_quarantinable,
     process_claim,
     quarantine_claim,
@@ -48,7 +50,7 @@ from durable_schedule.store import identifiers
 log = logging.getLogger("durable_schedule.processor")
 
 COUNT_FIELDS = ("claimed", "materialized", "coalesced", "recovered", "skipped", "superseded",
-                "suspended", "noop")
+                "suspended", "noop", "held")
 
 
 @dataclass
@@ -61,9 +63,12 @@ class PassCounts:
     occurrences run (``run_once``). ``skipped``: missed ranges recorded as skipped (``skip``).
     ``superseded``: claims an API change or a lease takeover made stale (nothing written).
     ``suspended``: schedules suspended (fence mismatch or clock jump). ``noop``: schedules with
-    nothing to do. A ``buffer_all`` instant that was buffered is in none of these (only in
-    ``claimed``; its history row says ``buffered``): it is counted as ``materialized`` when
-    it runs. ``outcomes`` lists each schedule's outcome (not compared, not counted).
+    nothing to do. ``held``: schedules whose target queue ``DURABLE_SCHEDULE['QUEUES']`` does
+    not list (DS244): nothing materialized, looked at again after the lease duration
+    (docs/operations.md "Held schedules"). A ``buffer_all`` instant that was buffered is in
+    none of these (only in ``claimed``; its history row says ``buffered``): it is counted as
+    ``materialized`` when it runs. ``outcomes`` lists each schedule's outcome (not compared,
+    not counted).
     """
 
     claimed: int = 0
@@ -74,6 +79,7 @@ class PassCounts:
     superseded: int = 0
     suspended: int = 0
     noop: int = 0
+    held: int = 0
     outcomes: list[ScheduleOutcome] = field(default_factory=list, compare=False, repr=False)
 
     def record(self, outcome: ScheduleOutcome) -> None:
@@ -93,6 +99,8 @@ class PassCounts:
             self.recovered += 1
         elif action == "noop" and outcome.work_id is None:
             self.noop += 1
+        elif action == "held":
+            self.held += 1
 
     def as_dict(self) -> dict[str, int]:
         """The counts only (for logs, the runner and ``process_schedules``). Read field by
@@ -189,7 +197,8 @@ def process_due(
     A schedule that fails with an error of its own (a conflict, a row the store refuses) does
     not stop the others this pass already holds: they are processed, then the first such error
     is raised (no new claim is taken after it). A database error that a retry may cure (a lost
-    connection, a deadlock) is raised at once; the runner retries the pass.
+    connection, a deadlock) is raised at once; the runner retries the pass. A held schedule
+    (its target queue is not listed, DS244) is no such error: it is counted as ``held``.
     """
     counts = PassCounts()
     _run_pass(counts, max_schedules, lease_owner, lease_duration, cancel,
@@ -239,7 +248,7 @@ def _run_pass(counts: PassCounts, max_schedules: int, lease_owner: str | None = 
     per_batch, batch, owner, duration = validate_pass_arguments(
         max_schedules, claim_batch, batch_size, lease_owner, lease_duration)
     cancelled = _cancelled(cancel)
-    run = _Pass(owner, per_batch, using, counts)
+    run = _Pass(owner, per_batch, using, counts, duration)
     remaining = max_schedules
     while remaining > 0 and not cancelled():
         wanted = min(remaining, batch, MAX_ROWS)
@@ -263,9 +272,9 @@ class _Pass:
     """The claims of one pass, processed batch by batch (or alone), outcomes in claim order."""
 
     def __init__(self, owner: str, per_batch: int, using: str | None,
-                 counts: PassCounts) -> None:
+                 counts: PassCounts, lease_duration: timedelta) -> None:
         self.owner, self.per_batch, self.using = owner, per_batch, using
-        self.counts = counts
+        self.counts, self.lease_duration = counts, lease_duration
         self.failure: BaseException | None = None
 
     def process(self, claims: list[Claim]) -> None:
@@ -310,11 +319,17 @@ class _Pass:
             try:
                 outcome = _process_claim_with_retry(one, self.owner, self.using)
             except DurableError as exc:
-                if not is_quarantinable(exc):
+                if is_held(exc):
+                    # Its queue is not listed (DS244): a configuration state, not the pass's
+                    # failure; looked at again after the lease duration (docs/operations.md).
+                    outcome = hold_claim(one, self.owner, exc, self.lease_duration,
+                                         using=self.using)
+                elif not is_quarantinable(exc):
                     raise
-                # A row this code cannot evaluate is quarantined; the pass goes on
-                # (docs/protocol/runner.md).
-                outcome = quarantine_claim(one, self.owner, exc, using=self.using)
+                else:
+                    # A row this code cannot evaluate is quarantined; the pass goes on
+                    # (docs/protocol/runner.md).
+                    outcome = quarantine_claim(one, self.owner, exc, using=self.using)
         except _OWN_ERRORS as exc:
             if is_transient(exc):
                 raise

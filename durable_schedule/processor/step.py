@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from durable_schedule.barriers import (
@@ -41,6 +41,7 @@ from durable_schedule.barriers import (
 )
 from durable_schedule.errors import (
     DurableError,
+    InvalidQueue,
     ScheduleError,
     ScheduleLeaseLost,
     ScheduleNotFound,
@@ -54,6 +55,7 @@ from durable_schedule.processor.bridge import OccurrenceIdentity, bridge, link_c
 from durable_schedule.processor.dispatcher import Claim
 from durable_schedule.processor.evaluate import evaluate_pass, generation_fence
 from durable_schedule.schedules import records
+from durable_schedule.schedules import validation as check
 from durable_schedule.schedules.records import TERMINAL_WORK_STATES, Definition, Fences, iso, run
 from durable_schedule.store.transactions import routed
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
@@ -128,6 +130,52 @@ def quarantine_claim(claim: Claim, lease_owner: str, error: DurableError, *,
                 extra={"scope_id": scope_id, "schedule_id": claim.schedule_id,
                        "code": error.code, "reason": QUARANTINE_REASON})
     return ScheduleOutcome(**base, action="suspend", reason=QUARANTINE_REASON, detail=evidence)
+
+
+#: The reason of a held schedule's outcome (not a suspension: nothing is written but the retry
+#: time, and the schedule runs again by itself once its queue is listed).
+HELD_REASON = "unlisted_queue"
+
+
+def is_held(exc: BaseException) -> bool:
+    """The claimed schedule's target names a queue ``DURABLE_SCHEDULE['QUEUES']`` does not list
+    (DS244, raised by the bridge): a configuration state, not a failure of the pass."""
+    return isinstance(exc, InvalidQueue) and exc.context.get("phase") == "bridge"
+
+
+def hold_claim(claim: Claim, lease_owner: str, error: DurableError, retry_after: timedelta, *,
+               using: str | None = None) -> ScheduleOutcome:
+    """Leave a held schedule as it is -- cursor, occurrences and state untouched -- and make
+    its dispatch row due again ``retry_after`` from now, the lease released, in a fresh scoped
+    transaction guarded by the claim (the failed one rolled back). The schedule is looked at
+    again once per ``retry_after`` (the pass's lease duration), so a runner neither fails nor
+    spins on it, and it runs by itself once its queue is listed again (docs/operations.md
+    "Held schedules")."""
+    base = {"routing_id": claim.routing_id, "scope_id": None, "schedule_id": claim.schedule_id}
+    with routed(claim.routing_id, using=using) as (cur, scope_id):
+        base["scope_id"] = scope_id
+        if scope_id is None:
+            raise error
+        fences = records.lock_fences(cur, scope_id)
+        d = records.lock_definition(cur, scope_id, claim.schedule_id)
+        lease = run(cur, "lock_claimed_dispatch",
+                    {"routing_id": claim.routing_id, "schedule_id": claim.schedule_id}).fetchone()
+        if lease is None or lease[0] != lease_owner or lease[1] != claim.dispatch_revision:
+            return ScheduleOutcome(**base, action="superseded")
+        ctx = _Ctx(cur, scope_id, claim, lease_owner, fences, d)
+        if d is None or d.state != "active":
+            ctx.finish_claim(None)
+            return ScheduleOutcome(**base, action="noop")
+        retry_at = ctx.now() + retry_after
+        ctx.finish_claim(retry_at)
+    detail = {"code": error.code, "queue": error.context.get("queue"),
+              "retry_at": iso(retry_at), "generation": d.generation}
+    log.warning("schedule %s/%s held: its target queue %r is not one of "
+                "DURABLE_SCHEDULE['QUEUES'] (DS244); nothing materialized, looked at again at "
+                "%s", scope_id, claim.schedule_id, detail["queue"], detail["retry_at"],
+                extra={"scope_id": scope_id, "schedule_id": claim.schedule_id,
+                       "code": error.code, "reason": HELD_REASON, "queue": detail["queue"]})
+    return ScheduleOutcome(**base, action="held", reason=HELD_REASON, detail=detail)
 
 
 def _jsonable(value: Any) -> Any:
@@ -213,6 +261,9 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
 
     where["phase"] = "evaluate"
     spec = d.spec()  # an unevaluable generation is refused before any slot row is locked
+    # A stored jitter not shorter than the target's deadline_after (stored before the commands
+    # refused it, or tampered) would make Work due at or after its deadline: quarantined.
+    check.jitter_within_deadline(d.jitter, d.target_json)
     changed = generation_fence(spec, d.cursor_utc)
     if changed is not None:
         reason, evidence = changed

@@ -232,6 +232,7 @@ def _insert_generation(cur, scope, schedule_id, generation, spec, accepted, targ
 def _jitter(jitter: Any, spec: ScheduleSpec, target_json: dict[str, Any],
             identity: tuple[str, str]) -> timedelta | None:
     jitter = jittering.validate(jitter, spec, identity)
+    check.jitter_within_deadline(jitter, target_json)
     policy = target_json.get("policy") if isinstance(target_json, dict) else None
     if jitter is not None and isinstance(policy, dict) and policy.get("plan") is not None:
         # A planned Work's slots are acceptance-relative and refuse a due time (DS208).

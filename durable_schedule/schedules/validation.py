@@ -16,6 +16,7 @@ from durable_schedule.errors import (
     InvalidArgument,
     InvalidIdentifier,
     InvalidSchedulePolicy,
+    JitterPastDeadline,
     NonPositiveDuration,
     UnknownWorkTarget,
 )
@@ -167,3 +168,29 @@ def target(value: Any) -> dict[str, Any]:
     # rule as enqueue's (DS244), so no generation stores a queue enqueue would refuse.
     validate_queue(value.queue)
     return value.to_json()
+
+
+def jitter_within_deadline(jitter: timedelta | None, target_json: Any) -> None:
+    """DS155 when ``jitter`` is not shorter than the target's ``deadline_after``.
+
+    A pass materializes an instant's occurrence at or after the instant and gives its Work the
+    deadline ``materialization + deadline_after`` and the due time ``instant + offset`` with
+    ``0 <= offset < jitter``: a materialization at the instant itself puts the Work due up to
+    ``jitter - 1 us`` after it, so a jitter of ``deadline_after`` or more leaves such Work no
+    admission window at all (``due_at >= deadline``, refused with DS218 at enqueue) or one of a
+    microsecond. The schedule commands refuse it before any write; a pass quarantines a stored
+    generation of that shape (docs/schedules.md "Jitter")."""
+    if jitter is None or not isinstance(target_json, dict):
+        return
+    after_us = target_json.get("deadline_after_us")
+    if type(after_us) is not int:
+        return
+    try:
+        after = timedelta(microseconds=after_us)
+    except OverflowError:
+        return  # longer than any jitter timedelta can be
+    if jitter >= after:
+        raise JitterPastDeadline(
+            "jitter must be shorter than the target's deadline_after: an instant's Work could "
+            "otherwise be due at or after its own deadline", field="jitter", value=str(jitter),
+            deadline_after=str(after))

@@ -8,13 +8,22 @@ an identity or scope column, an extra permissive policy, a policy rewritten to `
 lifted. Attached history partitions are checked like their parent: PostgreSQL applies a
 partition's own grants and policies when it is queried directly. Detached (archived) months
 are the owner's alone (operations/archive.py) and are not checked.
+
+Pinned search paths: every function a migration pins (``ALTER FUNCTION ... SET search_path =
+<app schema>, pg_temp``) must still carry exactly that setting. ``CREATE OR REPLACE FUNCTION``
+without its own ``SET`` clause drops it (schema 17 repaired two such functions), so the set of
+pinned functions is read from the migration SQL files themselves (:func:`pinned_functions`),
+never from a list kept by hand; SECURITY DEFINER functions are checked by their own query
+(store/inspection.py), this one covers the others.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from functools import cache
 
+from durable_schedule.store import sqlfiles
 from durable_schedule.store.sqlfiles import query
 
 log = logging.getLogger(__name__)
@@ -68,24 +77,65 @@ def history_partitions(cur) -> list[str]:
     return [r[0] for r in cur.fetchall()]
 
 
-def table_privileges(cur, role: str, table: str) -> set[str]:
-    cur.execute(_q("table_privileges"), {"role": role, "table": table,
-                                          "privs": list(TABLE_PRIVILEGES)})
-    return {r[0] for r in cur.fetchall()}
+# ---------------------------------------------------------------- set-based reads
+# One catalog query per kind of fact, for every table (and role) at once: the check runs at
+# every ``durable_status`` and every metrics scrape (``durable_schedule_store_up``), and a
+# statement per table, column and function made it about 160 round trips.
 
 
-def column_extras(cur, role: str, table: str, by_column: dict[str, tuple[str, ...]],
-                  held: set[str]) -> list[str]:
-    """Column privileges beyond the contract's, for privileges not ``held`` table-wide (a
-    table-wide one, expected or not, is the caller's finding, once, not per column)."""
-    cur.execute(_q("column_privileges"), {"role": role, "table": table,
-                                           "privs": list(COLUMN_PRIVILEGES)})
-    out = []
-    for column, priv in cur.fetchall():
-        if priv in held or column in by_column.get(priv, ()):
-            continue
-        out.append(f"{role} has unexpected {priv} ({column}) on {table}")
+def table_privileges_of(cur, roles: list[str], tables: list[str]) -> dict[tuple[str, str],
+                                                                         set[str]]:
+    """``{(role, table): privileges held}`` of TABLE_PRIVILEGES (PUBLIC's included), every
+    pair present (an empty set when none is held)."""
+    cur.execute(_q("table_privileges_of"), {"roles": roles, "tables": tables,
+                                             "privs": list(TABLE_PRIVILEGES)})
+    out: dict[tuple[str, str], set[str]] = {(r, t): set() for r in roles for t in tables}
+    for role, table, priv in cur.fetchall():
+        out[(role, table)].add(priv)
     return out
+
+
+def column_privileges_of(cur, role: str, tables: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """``{table: [(column, privilege), ...]}`` of COLUMN_PRIVILEGES ``role`` holds on each
+    table's live columns, ordered by column then privilege."""
+    cur.execute(_q("column_privileges_of"), {"role": role, "tables": tables,
+                                              "privs": list(COLUMN_PRIVILEGES)})
+    out: dict[str, list[tuple[str, str]]] = {t: [] for t in tables}
+    for table, column, priv in cur.fetchall():
+        out[table].append((column, priv))
+    return out
+
+
+def lacking_column_privileges(cur, wanted: list[tuple[str, str, str, str]]
+                              ) -> set[tuple[str, str, str, str]]:
+    """Of the ``(role, table, column, privilege)`` given, those the role does not hold."""
+    if not wanted:
+        return set()
+    cur.execute(_q("lacking_column_privileges"), {
+        "roles": [w[0] for w in wanted], "tables": [w[1] for w in wanted],
+        "columns": [w[2] for w in wanted], "privs": [w[3] for w in wanted]})
+    return {tuple(r) for r in cur.fetchall()}
+
+
+def function_access(cur, wanted: list[tuple[str, str]]
+                    ) -> dict[tuple[str, str], tuple[bool, bool, bool]]:
+    """``{(role, signature): (exists, role may EXECUTE, PUBLIC may EXECUTE)}``."""
+    if not wanted:
+        return {}
+    cur.execute(_q("function_access"), {"roles": [w[0] for w in wanted],
+                                         "signatures": [w[1] for w in wanted]})
+    return {(role, fn): (exists, bool(mine), bool(public))
+            for role, fn, exists, mine, public in cur.fetchall()}
+
+
+def column_extras_of(role: str, table: str, held_columns: list[tuple[str, str]],
+                     by_column: dict[str, tuple[str, ...]], held: set[str]) -> list[str]:
+    """Column privileges beyond the contract's (from :func:`column_privileges_of`), for
+    privileges not ``held`` table-wide (a table-wide one, expected or not, is the caller's
+    finding, once, not per column)."""
+    return [f"{role} has unexpected {priv} ({column}) on {table}"
+            for column, priv in held_columns
+            if priv not in held and column not in by_column.get(priv, ())]
 
 
 def rls_problems(cur, tables: list[str], *, runtime: str, dispatcher: str,
@@ -138,3 +188,79 @@ def rls_problems(cur, tables: list[str], *, runtime: str, dispatcher: str,
                     or _normal(live_check) != _normal(check)):
                 problems.append(f"policy {name} on {table} is not the contract's")
     return problems
+
+
+# ---------------------------------------------------------------- pinned search paths
+_MIGRATION_FILE = re.compile(r"^\d{4}_.*\.sql$")
+#: One ``EXECUTE format('...' '...', ...)`` call: its adjacent string literals (SQL joins
+#: literals separated by a newline) hold the statement text.
+_EXECUTE = re.compile(r"EXECUTE\s+(?:pg_catalog\.)?format\(\s*((?:'(?:[^']|'')*'\s*)+)",
+                      re.IGNORECASE)
+_LITERAL = re.compile(r"'((?:[^']|'')*)'")
+_PIN = re.compile(r"ALTER\s+FUNCTION\s+(.+?)\s+SET\s+search_path\s*=\s*%I\s*,\s*pg_temp",
+                  re.IGNORECASE | re.DOTALL)
+_ARRAY = re.compile(r"FOREACH\s+\w+\s+IN\s+ARRAY\s+ARRAY\[(.*?)\]", re.IGNORECASE | re.DOTALL)
+_DO_BLOCK = re.compile(r"DO\s+(\$\w*\$)(.*?)\1", re.DOTALL)
+
+
+_CREATE = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(",
+                     re.IGNORECASE)
+
+
+def _name(signature: str) -> str:
+    return signature.split("(", 1)[0].strip().lower()
+
+
+def pin_events(text: str) -> list[tuple[int, str, str]]:
+    """What one SQL text does to pinned search paths, in text order: ``(position, "pin",
+    signature)`` for an ``ALTER FUNCTION <signature> SET search_path = %I, pg_temp`` run through
+    ``EXECUTE format(...)``, directly or for each element of the ``FOREACH ... IN ARRAY
+    ARRAY[...]`` of its ``DO`` block (``ALTER FUNCTION %s``); ``(position, "create", name)``
+    for a ``CREATE [OR REPLACE] FUNCTION``, which drops an earlier SET clause of every function
+    of that name (no migration writes a SET clause inside CREATE FUNCTION). Comment lines are
+    left out."""
+    text = "\n".join("" if line.lstrip().startswith("--") else line
+                      for line in text.splitlines())
+    events: list[tuple[int, str, str]] = [(m.start(), "create", m.group(1).lower())
+                                          for m in _CREATE.finditer(text)]
+    for block in _DO_BLOCK.finditer(text):
+        body, offset = block.group(2), block.start(2)
+        for call in _EXECUTE.finditer(body):
+            statement = "".join(m.replace("''", "'") for m in _LITERAL.findall(call.group(1)))
+            pin = _PIN.search(statement)
+            if pin is None:
+                continue
+            target = pin.group(1).strip()
+            if target == "%s":
+                targets = [m.replace("''", "'") for array in _ARRAY.finditer(body[:call.start()])
+                           for m in _LITERAL.findall(array.group(1))]
+            else:
+                targets = [target]
+            events.extend((offset + call.start(), "pin", " ".join(t.split())) for t in targets)
+    return sorted(events)
+
+
+@cache
+def pinned_functions() -> tuple[str, ...]:
+    """Every function signature the store's migrations leave pinned, sorted: the migration SQL
+    files replayed in order, a pin adding its signature, a later ``CREATE OR REPLACE`` of that
+    name removing it again (schema 15 unpinned the dispatch routing trigger's function that way,
+    on purpose) until a later pin. A function a later migration dropped is looked up and
+    skipped by :func:`unpinned_functions`."""
+    pinned: set[str] = set()
+    for filename in sqlfiles.available():
+        if not _MIGRATION_FILE.match(filename):
+            continue
+        for _position, kind, value in pin_events(sqlfiles.read(filename)):
+            if kind == "pin":
+                pinned.add(value)
+            else:
+                pinned = {sig for sig in pinned if _name(sig) != value}
+    return tuple(sorted(pinned))
+
+
+def unpinned_functions(cur) -> list[str]:
+    """The pinned functions that exist and are not SECURITY DEFINER but no longer carry
+    exactly ``search_path=<app schema>, pg_temp`` (one catalog query)."""
+    cur.execute(_q("unpinned_functions"), {"signatures": list(pinned_functions())})
+    return [r[0] for r in cur.fetchall()]

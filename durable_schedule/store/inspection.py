@@ -134,28 +134,34 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
     partitions = drift.history_partitions(cur)
     contract = dict(RUNTIME_GRANTS)
     contract.update((p, RUNTIME_GRANTS[drift.HISTORY]) for p in partitions)
+    tables = list(contract)
+    # Every fact read set-based, once (store/drift.py), then compared table by table.
+    privileges = drift.table_privileges_of(cur, [RUNTIME_ROLE, DISPATCHER_ROLE], tables)
+    columns_held = drift.column_privileges_of(cur, RUNTIME_ROLE, tables) if exact else {}
+    wanted = [(RUNTIME_ROLE, table, column, priv) for table, (_whole, by_column)
+              in contract.items() for priv, columns in by_column.items() for column in columns]
+    wanted += [(DISPATCHER_ROLE, "durable_schedule_dispatch", column, "SELECT")
+               for column in DISPATCHER_COLUMNS]
+    lacking = drift.lacking_column_privileges(cur, wanted)
     for table, (whole, by_column) in contract.items():
-        held = drift.table_privileges(cur, RUNTIME_ROLE, table)
+        held = privileges[(RUNTIME_ROLE, table)]
         for priv in drift.TABLE_PRIVILEGES:
             if (priv in whole) != (priv in held):
                 state = "lacks" if priv in whole else "has unexpected"
                 problems.append(f"{RUNTIME_ROLE} {state} {priv} on {table}")
         for priv, columns in by_column.items():
             for column in columns:
-                cur.execute("select has_column_privilege(%s, %s, %s, %s)",
-                            (RUNTIME_ROLE, table, column, priv))
-                if not cur.fetchone()[0]:
+                if (RUNTIME_ROLE, table, column, priv) in lacking:
                     problems.append(f"{RUNTIME_ROLE} lacks {priv} ({column}) on {table}")
         if exact:
-            problems.extend(drift.column_extras(cur, RUNTIME_ROLE, table, by_column, held))
-        if drift.table_privileges(cur, DISPATCHER_ROLE, table):
+            problems.extend(drift.column_extras_of(RUNTIME_ROLE, table, columns_held[table],
+                                                   by_column, held))
+        if privileges[(DISPATCHER_ROLE, table)]:
             problems.append(f"{DISPATCHER_ROLE} has table privileges on {table}")
-    problems.extend(drift.rls_problems(cur, list(contract), runtime=RUNTIME_ROLE,
+    problems.extend(drift.rls_problems(cur, tables, runtime=RUNTIME_ROLE,
                                        dispatcher=DISPATCHER_ROLE, policies=exact))
     for column in DISPATCHER_COLUMNS:
-        cur.execute("select has_column_privilege(%s, 'durable_schedule_dispatch', %s, 'SELECT')",
-                    (DISPATCHER_ROLE, column))
-        if not cur.fetchone()[0]:
+        if (DISPATCHER_ROLE, "durable_schedule_dispatch", column, "SELECT") in lacking:
             problems.append(
                 f"{DISPATCHER_ROLE} lacks SELECT ({column}) on durable_schedule_dispatch"
             )
@@ -163,18 +169,19 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
     extra = sorted({r[0] for r in cur.fetchall()} - set(DISPATCHER_COLUMNS))
     if extra:
         problems.append(f"{DISPATCHER_ROLE} may read hidden dispatch columns {extra}")
-    for role, funcs in ((DISPATCHER_ROLE, DISPATCHER_FUNCTIONS), (RUNTIME_ROLE, RUNTIME_FUNCTIONS)):
-        for fn in funcs:
-            cur.execute("select to_regprocedure(%s) is not null", (fn,))
-            if not cur.fetchone()[0]:
-                problems.append(f"function {fn} is missing")
-                continue
-            cur.execute("select has_function_privilege(%s, %s, 'EXECUTE')", (role, fn))
-            if not cur.fetchone()[0]:
-                problems.append(f"{role} lacks EXECUTE on {fn}")
-            cur.execute("select has_function_privilege('public', %s, 'EXECUTE')", (fn,))
-            if cur.fetchone()[0]:
-                problems.append(f"PUBLIC may EXECUTE {fn}")
+    functions = [(role, fn) for role, funcs in ((DISPATCHER_ROLE, DISPATCHER_FUNCTIONS),
+                                                (RUNTIME_ROLE, RUNTIME_FUNCTIONS))
+                 for fn in funcs]
+    access = drift.function_access(cur, functions)
+    for role, fn in functions:
+        exists, mine, public = access[(role, fn)]
+        if not exists:
+            problems.append(f"function {fn} is missing")
+            continue
+        if not mine:
+            problems.append(f"{role} lacks EXECUTE on {fn}")
+        if public:
+            problems.append(f"PUBLIC may EXECUTE {fn}")
     cur.execute(_q("has_store_functions"))
     if cur.fetchone()[0]:
         cur.execute(_q("public_functions"))
@@ -182,6 +189,8 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
         cur.execute(_q("unpinned_definer_functions"))
         problems.extend(f"SECURITY DEFINER function {fn} lacks its pinned search_path "
                         "(<app schema>, pg_temp)" for (fn,) in cur.fetchall())
+        problems.extend(f"function {fn} lacks its pinned search_path (<app schema>, pg_temp)"
+                        for fn in drift.unpinned_functions(cur))
     cur.execute(_q("executable_functions"), (DISPATCHER_ROLE,))
     for (fn,) in cur.fetchall():
         if fn.replace(" ", "") not in {f.replace(" ", "") for f in DISPATCHER_FUNCTIONS}:

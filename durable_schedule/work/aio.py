@@ -71,6 +71,23 @@ class EscapedCancel(Exception):  # noqa: N818 - it carries a cancellation, it is
         self.raised = raised
 
 
+class Abandoned(Exception):  # noqa: N818 - the runtime stopped waiting, nothing failed
+    """An async executor (or reconciler) cancelled by the runtime that did not finish within
+    the grace (:data:`CANCEL_GRACE_SECONDS`, or until its lease ends if later): the runtime
+    stops waiting for it and records nothing, so the attempt is left exactly as a crashed
+    worker leaves it -- its lease expires and the next claim reconciles before any retry
+    (docs/work.md "Concurrency"). The task itself may still be running on the loop."""
+
+    def __init__(self, ctx, grace: float) -> None:
+        super().__init__(f"the async executor of {ctx!r} did not finish within {grace:.1f}s "
+                         "of its cancellation; the runtime stopped waiting for it")
+        self.work_id, self.attempt, self.grace = ctx.work_id, ctx.attempt, grace
+
+
+#: The least time a cancelled async task is given to finish (a task that catches the
+#: cancellation may still answer); a task whose lease ends later gets until its lease ends.
+CANCEL_GRACE_SECONDS = 5.0
+
 #: Longest wait between two looks at ``ctx.cancelled`` (a lost lease) while a task runs.
 POLL_SECONDS = 0.25
 
@@ -125,8 +142,14 @@ async def _run(fn: Callable[..., Any], ctx, payload: Any) -> Any:
         if remaining <= 0 or ctx.cancelled.is_set():
             ctx.past_cancel_point()  # sets ctx.cancelled for code that also watches the event
             task.cancel()
+            # A task that catches the cancellation may still answer, within a bounded grace:
+            # one that never returns must not hold the pass, or a stopping worker, forever.
+            grace = max(CANCEL_GRACE_SECONDS, ctx.seconds_until_lease_end())
+            finished, _ = await asyncio.wait({task}, timeout=grace)
+            if not finished:
+                raise Abandoned(ctx, grace)
             try:
-                return await task  # a task that catches the cancellation may still answer
+                return task.result()
             except asyncio.CancelledError:
                 raise AttemptCancelled(
                     "the async executor was cancelled at its deadline or lease end",

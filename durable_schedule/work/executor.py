@@ -87,6 +87,7 @@ class WorkContext:
         self._lock = threading.Lock()
         self._lease_expires_at = lease_expires_at
         self._cancel_at = float("inf")
+        self._lease_end_at = float("inf")
         self._anchor(admitted_at, lease_expires_at,
                      clock.monotonic() if budget_origin is None else budget_origin)
 
@@ -103,9 +104,11 @@ class WorkContext:
         if self.deadline is not None and not self.reconciling:
             ends.append(self.deadline)
         seconds = (min(ends) - db_now).total_seconds()
+        lease_seconds = (lease_expires_at - db_now).total_seconds()
         with self._lock:
             self._lease_expires_at = lease_expires_at
             self._cancel_at = origin + seconds
+            self._lease_end_at = origin + lease_seconds
 
     def past_cancel_point(self) -> bool:
         """Local check before invoking (docs/protocol/work.md): the deadline or lease end has
@@ -121,6 +124,12 @@ class WorkContext:
     def seconds_until_cancel(self) -> float:
         with self._lock:
             return self._cancel_at - clock.monotonic()
+
+    def seconds_until_lease_end(self) -> float:
+        """Seconds until the lease this process holds ends, on the local clock (the cancel
+        point is at the lease end or, for an attempt, at the deadline when that is sooner)."""
+        with self._lock:
+            return self._lease_end_at - clock.monotonic()
 
     def renew(self) -> datetime:
         """Extend the lease; returns the new expiry. Raises LeaseLost (and sets ``cancelled``)

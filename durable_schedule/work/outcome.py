@@ -61,7 +61,8 @@ _QUERIES = "work_queries.sql"
 @dataclass(frozen=True)
 class AttemptOutcome:
     """What came back from an invocation: ``succeeded`` / ``failed`` / ``not_invoked`` /
-    ``handed_back`` (a stopping worker did not start it)."""
+    ``handed_back`` (a stopping worker did not start it) / ``abandoned`` (a cancelled async
+    executor that did not finish within its grace: nothing is recorded)."""
 
     kind: str
     result_json: str | None = None
@@ -134,6 +135,11 @@ def record_lost(cur, action: Invoke | Reconcile, owner: str, outcome: AttemptOut
 def record_attempt_outcome(action: Invoke, outcome: AttemptOutcome, owner: str,
                            using: str | None) -> Counter:
     tally: Counter = Counter()
+    if outcome.kind == "abandoned":
+        # Nothing is written: the attempt is left as a crashed worker leaves it (its lease
+        # expires, the next claim reconciles before any retry: docs/work.md "Concurrency").
+        tally["abandoned"] += 1
+        return tally
     held = action.row
     with routed_block(action.routing_id, using) as (cur, scope_id):
         row = None if scope_id is None else lock_leased(cur, held.id, owner, held.lease_generation)

@@ -248,7 +248,14 @@ def run_deferred(claims, opts: Options, stop, tally: Counter) -> None:
 def commit_outcomes(results, opts: Options, tally: Counter) -> None:
     """Group-commit; if a guarded statement conflicts (a tampered store), the batch rolled back
     and each outcome is recorded alone, so the conflicting one is isolated. A transient error
-    retries the group commit itself (the items still hold their leases), never the executors."""
+    retries the group commit itself (the items still hold their leases), never the executors.
+    An ``abandoned`` outcome records nothing (its lease expires, as a crashed worker's)."""
+    kept = [(action, outcome) for action, outcome in results if outcome.kind != "abandoned"]
+    if len(kept) != len(results):
+        tally["abandoned"] += len(results) - len(kept)
+        results = kept
+    if not results:
+        return
     try:
         tally.update(run_with_retry("work.outcome", lambda: record_outcomes(results, opts),
                                     identity={"items": len(results)}))

@@ -22,6 +22,7 @@ commit are in :mod:`.pipeline`, the executor pool in :mod:`.concurrency`. An ite
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 from collections import Counter
@@ -58,6 +59,7 @@ from durable_schedule.work.rows import runtime_block as _runtime_block
 from durable_schedule.work.safety import verdict as as_verdict
 
 _QUERIES = "work_queries.sql"
+log = logging.getLogger("durable_schedule.work")
 #: The shortest claim lease the store can represent (intervals have microsecond resolution).
 MIN_LEASE_SECONDS = 1e-6
 #: ``_reconcile``'s answer when the reconciler was not invoked (its local budget ran out).
@@ -85,6 +87,9 @@ class WorkPassCounts:
     lost: int = 0
     skipped: int = 0
     released: int = 0
+    #: Cancelled async executors that did not finish within their grace: nothing recorded,
+    #: their leases expire (docs/work.md "Concurrency").
+    abandoned: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -345,9 +350,22 @@ def _raised(exc: BaseException) -> BaseException:
     return exc.raised if isinstance(exc, aio.EscapedCancel) else exc
 
 
+def _abandoned(ctx: WorkContext, exc: aio.Abandoned, what: str) -> None:
+    log.warning("%s of %s/%s (work %s, attempt %s) did not finish within %.1fs of its "
+                "cancellation; left un-acknowledged: its lease expires and the next claim "
+                "reconciles it as after a crashed worker", what, ctx.scope, ctx.work_name,
+                ctx.work_id, ctx.attempt, exc.grace,
+                extra={"scope_id": ctx.scope, "work_id": str(ctx.work_id),
+                       "work_name": ctx.work_name, "attempt": ctx.attempt,
+                       "permit_no": ctx.permit_no, "outcome": "abandoned"})
+
+
 def _failed(action: Invoke, ctx: WorkContext, exc: BaseException) -> AttemptOutcome:
     if isinstance(exc, OverBudget):
         return AttemptOutcome("not_invoked")
+    if isinstance(exc, aio.Abandoned):
+        _abandoned(ctx, exc, "the async executor")
+        return AttemptOutcome("abandoned")
     exc = _raised(exc)
     if not isinstance(exc, (Exception, *_ESCAPED_SIGNALS)):
         raise exc  # KeyboardInterrupt, SystemExit: not an executor's failure
@@ -365,6 +383,10 @@ def _reconcile(action: Reconcile, opts: Options, origin: float):
         value = run_guarded(definition.reconciler_fn, ctx, payload, heartbeat=opts.heartbeat,
                             cadence_seconds=cadence, using=opts.using)
     except OverBudget:
+        return _NOT_INVOKED, None
+    except aio.Abandoned as exc:
+        # As a reconciliation lease that ended before the reconciler ran: record nothing.
+        _abandoned(ctx, exc, "the async reconciler")
         return _NOT_INVOKED, None
     except (Exception, *_ESCAPED_SIGNALS) as exc:  # a reconciler that cannot answer is
         exc = _raised(exc)  # Unknown (suspends)

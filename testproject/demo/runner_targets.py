@@ -18,3 +18,21 @@ def run_slowly(ctx: work.WorkContext, payload: dict) -> dict:
         time.sleep(0.05)
     Effect.objects.create(work_id=ctx.work_id, attempt=ctx.attempt, key="slow")
     return {"slept": payload.get("seconds", 1.0)}
+
+
+stubborn = work.define("demo.stubborn_async", "v1", safety=work.ProviderSafety.IDEMPOTENT)
+
+
+@stubborn.executor
+async def ignore_cancellation(ctx: work.WorkContext, payload: dict) -> dict:
+    # Catches every cancellation the runtime sends and keeps going (bounded by real time, so a
+    # broken runtime's test process still ends): the runtime must stop waiting for it.
+    import asyncio
+
+    deadline = time.monotonic() + min(float(payload.get("seconds", 60.0)), 120.0)
+    while time.monotonic() < deadline:
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            pass
+    return {"too": "late"}

@@ -116,5 +116,8 @@ DURABLE_SCHEDULE = {
     # The autodiscovery tests turn Work autodiscovery off to see what a process lacks without it.
     "AUTODISCOVER": os.environ.get("DURABLE_AUTODISCOVER", "1") != "0",
 }
+# The held-schedule runner tests narrow the Work queues to see a schedule held by DS244.
+if os.environ.get("DURABLE_QUEUES"):
+    DURABLE_SCHEDULE["QUEUES"] = os.environ["DURABLE_QUEUES"].split(",")
 # The autodiscovery tests install an extra app (a broken work.py) to see the startup error.
 INSTALLED_APPS += [app for app in os.environ.get("DURABLE_EXTRA_APPS", "").split(",") if app]

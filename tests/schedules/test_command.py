@@ -31,7 +31,7 @@ def call(*args: str) -> str:
 @pytest.mark.django_db
 def test_command__an_empty_pass_prints_zero_counts(clock):
     assert call() == ("pass 1: claimed=0 materialized=0 coalesced=0 recovered=0 skipped=0"
-                      " superseded=0 suspended=0 noop=0\n")
+                      " superseded=0 suspended=0 noop=0 held=0\n")
 
 
 @pytest.mark.django_db

@@ -74,7 +74,7 @@ def test_command__max_schedules_bounds_the_pass_across_a_transient_retry(
     assert len(calls) >= 4  # the failed claim happened, and the retry claimed again
     assert len(works()) == 3
     assert lines == ["pass 1: claimed=3 materialized=3 coalesced=0 recovered=0 skipped=0"
-                     " superseded=0 suspended=0 noop=0"]
+                     " superseded=0 suspended=0 noop=0 held=0"]
 
 
 def test_command__the_printed_counts_are_those_of_every_attempt(

@@ -4,7 +4,9 @@
 By default one pass over at most ``--max-schedules`` due schedules, for cron, a systemd timer or
 a Kubernetes CronJob. ``--passes N`` runs up to N passes and stops early after a pass that
 claimed nothing. Prints each pass's counts (``-v 2`` lists every schedule's decision; ``-v 0``
-prints nothing); exits 0, or non-zero with the diagnostic code when a pass fails. A transient
+prints nothing); exits 0, or non-zero with the diagnostic code when a pass fails. A held
+schedule (its target queue is not listed, DS244) does not fail the pass: it is counted as
+``held`` and named on stderr, and the run exits 0 (docs/operations.md "Held schedules"). A transient
 database error is retried (rollback, 3 retries, 250 ms -> 500 ms -> 1 s) before a pass fails;
 ``--max-schedules`` bounds a pass with its retries together, and its printed counts are those
 of every attempt.
@@ -87,6 +89,15 @@ class Command(BaseCommand):
                 break
         if verbosity >= 1 and options["passes"] > 1:
             self.stdout.write(f"total: {_line(total)}")
+        if total.held and verbosity >= 1:
+            # Exit 0: a held schedule is a configuration state, not a failed pass (the loop
+            # treats it alike); durable_status reports it as a problem (docs/operations.md).
+            held = sorted({f"{o.scope_id}/{o.schedule_id}" for o in total.outcomes
+                           if o.action == "held"})
+            self.stderr.write(
+                f"{total.held} held: {', '.join(held)} target a queue "
+                "DURABLE_SCHEDULE['QUEUES'] does not list (DS244); nothing materialized for "
+                "them until the queue is listed again or the schedule is updated")
 
 
     def _loop(self, one_pass, verbosity: int, owner: str) -> None:

@@ -34,16 +34,36 @@ select to_regprocedure('durable_schedule_store_functions()') is not null
 select c.relname from pg_inherits i join pg_class c on c.oid = i.inhrelid
  where i.inhparent = to_regclass('durable_schedule_history') order by 1
 
--- name: table_privileges -- which of the given table privileges a role holds (PUBLIC's included).
-select p from unnest(%(privs)s::text[]) as p
- where has_table_privilege(%(role)s, %(table)s, p)
+-- name: table_privileges_of -- (role, table, privilege) for every given role, table and table
+-- privilege the role holds (PUBLIC's included): the drift check's one query for all tables.
+select r, t, p
+  from unnest(%(roles)s::text[]) as r
+ cross join unnest(%(tables)s::text[]) as t
+ cross join unnest(%(privs)s::text[]) as p
+ where has_table_privilege(r, t, p)
 
--- name: column_privileges -- (column, privilege) pairs a role holds on a table's live columns.
-select a.attname::text, p
-  from pg_attribute a cross join unnest(%(privs)s::text[]) as p
- where a.attrelid = %(table)s::regclass and a.attnum > 0 and not a.attisdropped
-   and has_column_privilege(%(role)s, a.attrelid, a.attnum, p)
- order by 1, 2
+-- name: column_privileges_of -- (table, column, privilege) a role holds on the given tables'
+-- live columns, by table, column and privilege.
+select t, a.attname::text, p
+  from unnest(%(tables)s::text[]) as t
+  join pg_attribute a on a.attrelid = t::regclass and a.attnum > 0 and not a.attisdropped
+ cross join unnest(%(privs)s::text[]) as p
+ where has_column_privilege(%(role)s, a.attrelid, a.attnum, p)
+ order by 1, 2, 3
+
+-- name: lacking_column_privileges -- of the given (role, table, column, privilege) rows, those
+-- the role does not hold.
+select w.r, w.t, w.c, w.p
+  from unnest(%(roles)s::text[], %(tables)s::text[], %(columns)s::text[], %(privs)s::text[])
+       as w(r, t, c, p)
+ where not has_column_privilege(w.r, w.t, w.c, w.p)
+
+-- name: function_access -- for each (role, signature): whether the function exists, whether the
+-- role may execute it and whether PUBLIC may (NULL for a missing function).
+select w.r, w.f, to_regprocedure(w.f) is not null,
+       has_function_privilege(w.r, to_regprocedure(w.f), 'EXECUTE'),
+       has_function_privilege('public', to_regprocedure(w.f), 'EXECUTE')
+  from unnest(%(roles)s::text[], %(signatures)s::text[]) as w(r, f)
 
 -- name: rls_flags -- row-level security enabled / forced, and the owner, of the given tables.
 select c.relname::text, c.relrowsecurity, c.relforcerowsecurity, pg_get_userbyid(c.relowner)::text
@@ -64,6 +84,17 @@ select c.relname::text
 select tablename::text, policyname::text, permissive, cmd, roles::text[], qual, with_check
   from pg_policies
  where schemaname = current_schema() and tablename = any(%(tables)s::text[])
+
+-- name: unpinned_functions -- the functions the migrations pin (store/drift.py reads them
+-- from the SQL files) that exist, are not SECURITY DEFINER (the query below covers those) and
+-- lost their pinned search_path: a CREATE OR REPLACE without its SET clause drops it.
+select s.signature
+  from unnest(%(signatures)s::text[]) as s(signature)
+  join pg_proc p on p.oid = to_regprocedure(s.signature)
+ where not p.prosecdef
+   and p.proconfig is distinct from
+       array['search_path=' || quote_ident(current_schema()) || ', pg_temp']
+ order by 1
 
 -- name: unpinned_definer_functions -- store functions that run with the owner's rights
 -- (SECURITY DEFINER) without exactly the pinned search_path of the migrations
