@@ -17,9 +17,7 @@ transaction-local scope set, nested in the caller's ``transaction.atomic()`` whe
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,7 +26,6 @@ from durable_schedule.errors import (
     DurableError,
     InvalidArgument,
     ReleaseRefused,
-    ReservedActor,
     RevisionMismatch,
     ScheduleAlreadyExists,
     ScheduleDeleted,
@@ -107,31 +104,6 @@ def _jitter_fits(jitter: timedelta | None, due: datetime) -> None:
             field="jitter", value=str(jitter), due_at=records.iso(due))
 
 
-#: The actor of every generation ``sync_schedules`` writes, and how it recognises what it
-#: manages (schedules/declared.py): reserved, so that no other caller can make a schedule look
-#: managed (and prunable) by naming it.
-RESERVED_ACTOR = "sync_schedules"
-_SYNC_WRITING: ContextVar[bool] = ContextVar("durable_schedule_sync_writing", default=False)
-
-
-@contextmanager
-def _as_sync() -> Iterator[None]:
-    """The sync path (schedules/declared.py) writes under :data:`RESERVED_ACTOR` inside this."""
-    token = _SYNC_WRITING.set(True)
-    try:
-        yield
-    finally:
-        _SYNC_WRITING.reset(token)
-
-
-def _actor(value: Any) -> str:
-    """``check.actor``, and the reserved sync actor refused (DS156) outside the sync path."""
-    value = check.actor(value)
-    if value == RESERVED_ACTOR and not _SYNC_WRITING.get():
-        raise ReservedActor("the actor name is reserved for sync_schedules", actor=value)
-    return value
-
-
 def _locked(cur, scope: str, schedule_id: str, expected_revision: int | None) -> Definition:
     """The definition FOR UPDATE; missing, deleted or a revision mismatch raise."""
     d = records.lock_definition(cur, scope, schedule_id)
@@ -206,7 +178,7 @@ def create(
     overlap, misfire = check.policies(overlap, misfire)
     buffer_limit = check.buffer_limit(overlap, buffer_limit)
     window = check.safety_window(safety_window)
-    actor = _actor(actor)
+    actor = check.actor(actor)
     bounds = Bounds(start_at=start_at, end_at=end_at, max_runs=max_runs)
     jitter = _jitter(jitter, spec, target_json, (scope, schedule_id))
     with scoped(scope) as cur:
@@ -332,7 +304,7 @@ def update(
     if overlap is not None and buffer_limit is not _KEEP:
         check.buffer_limit(overlap, buffer_limit)  # refused before the transaction when it can be
     window = None if safety_window is None else check.safety_window(safety_window)
-    actor = _actor(actor)
+    actor = check.actor(actor)
     with scoped(scope) as cur:
         accepted = records.transaction_clock(cur)
         fences = records.lock_fences(cur, scope)
@@ -409,7 +381,7 @@ def delete(scope: str, schedule_id: str, expected_revision: int | None = None,
     validate_scope_id(scope)
     schedule_id = check.schedule_id(schedule_id)
     expected_revision = check.revision(expected_revision, optional=True)
-    actor = _actor(actor)
+    actor = check.actor(actor)
     with scoped(scope) as cur:
         now = records.transaction_clock(cur)
         fences = records.lock_fences(cur, scope)
@@ -442,7 +414,7 @@ def release_after_recovery(scope: str, schedule_id: str, actor: str = "", *,
     validate_scope_id(scope)
     schedule_id = check.schedule_id(schedule_id)
     expected_revision = check.revision(expected_revision, optional=True)
-    actor = _actor(actor)
+    actor = check.actor(actor)
     with scoped(scope) as cur:
         now = records.transaction_clock(cur)
         fences = records.lock_fences(cur, scope)
@@ -483,7 +455,7 @@ def suspend(scope: str, schedule_id: str, reason: str, actor: str = "", *,
     validate_scope_id(scope)
     schedule_id = check.schedule_id(schedule_id)
     reason = check.reason(reason)
-    actor = _actor(actor)
+    actor = check.actor(actor)
     expected_revision = check.revision(expected_revision, optional=True)
     with scoped(scope) as cur:
         now = records.transaction_clock(cur)

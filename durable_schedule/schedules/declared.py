@@ -77,8 +77,9 @@ from durable_schedule.store.transactions import (
 from durable_schedule.work.target import WorkTarget
 
 #: The actor of every generation sync_schedules writes: how it recognises what it manages.
-#: Reserved: the public API refuses it (DS156) to every caller but sync.
-SYNC_ACTOR = api.RESERVED_ACTOR
+#: Reserved: every schedule call refuses it (DS156) to every caller but sync
+#: (schedules/validation.py ``actor``).
+SYNC_ACTOR = check.RESERVED_ACTOR
 _QUERIES = "declared_queries.sql"
 #: Key of the transaction-scoped advisory lock that serializes concurrent syncs.
 SYNC_LOCK_KEY = 0x64735F73796E63  # "ds_sync"
@@ -227,7 +228,7 @@ def sync(*, dry_run: bool = False, prune: bool = False,
     report = SyncReport()
     alias = conf.database_alias()
     try:
-        with api._as_sync(), transaction.atomic(using=alias):
+        with check.writing_as_sync(), transaction.atomic(using=alias):
             with connection(alias).cursor() as cur:
                 cur.execute(query(_QUERIES, "sync_lock"), [SYNC_LOCK_KEY])
             by_key = {d.key: d for d in wanted}

@@ -89,6 +89,30 @@ def test_api__refuses_the_sync_actor_to_other_callers_and_writes_nothing(committ
     assert schedules.get("tenant-a", "hand-made").state == "active"
 
 
+def test_api__every_schedule_call_and_command_refuses_the_sync_actor(committed_clock):
+    from durable_schedule.operations.recovery import bump_runtime_epoch
+
+    info = schedules.create("tenant-a", "hand-made", schedules.Every(timedelta(hours=1)),
+                            touch_target(), actor="alice")
+    reserved = declared.SYNC_ACTOR
+    for call in (
+        lambda: schedules.pause("tenant-a", "hand-made", "maintenance", actor=reserved),
+        lambda: schedules.trigger("tenant-a", "hand-made", "req-1", actor=reserved),
+        lambda: schedules.release_after_recovery("tenant-a", "hand-made", actor=reserved),
+    ):
+        with pytest.raises(DurableError, match="DS156"):
+            call()
+    assert schedules.get("tenant-a", "hand-made").revision == info.revision
+    # The commands check --actor before their first step commits anything.
+    epoch = bump_runtime_epoch(dry_run=True).before
+    with pytest.raises(CommandError, match="DS156"):
+        call_command("durable_recover", "--bump-epoch", "--release-all", "--actor", reserved,
+                     stdout=StringIO())
+    assert bump_runtime_epoch(dry_run=True).before == epoch
+    with pytest.raises(CommandError, match="DS129: --actor is not valid .*reserved"):
+        call_command("durable_tz_rules", "--apply", "--actor", reserved, stdout=StringIO())
+
+
 def test_errors__the_codes_name_their_classes():
     from durable_schedule import errors
 
