@@ -179,6 +179,9 @@ class SyncReport:
     #: Schedules sync did not create, taken over with ``adopt``: one new generation each,
     #: with the facts that differed from the declaration.
     adopted: list[tuple[str, str, list[str]]] = field(default_factory=list)
+    #: Of ``held``: adoptions (``adopt``) held because an operator suspended the schedule; it
+    #: stays unmanaged until a sync with ``adopt`` after the repair.
+    held_adoptions: list[tuple[str, str]] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         out = [f"created {s}/{i}" for s, i in self.created]
@@ -186,10 +189,12 @@ class SyncReport:
         out += [f"adopted {s}/{i} ({', '.join(f) or 'nothing differed'}): now managed by sync"
                 for s, i, f in self.adopted]
         out += [f"unchanged {s}/{i}" for s, i in self.unchanged]
-        out += [f"held {s}/{i} ({', '.join(f) or 'adoption'}"
-                f"{' changed' if f else ''}): suspended by an operator, not updated; "
-                "the next sync after the suspension is repaired applies it"
-                for s, i, f in self.held]
+        out += [f"held {s}/{i} ({', '.join(f) or 'nothing'} changed): suspended by an operator, "
+                "not updated; the next sync after the suspension is repaired applies it"
+                for s, i, f in self.held if (s, i) not in self.held_adoptions]
+        out += [f"held {s}/{i} (adoption; {', '.join(f) or 'nothing'} changed): suspended by "
+                "an operator, not adopted; the next sync --adopt after the suspension is "
+                "repaired adopts it" for s, i, f in self.held if (s, i) in self.held_adoptions]
         out += [f"pruned {s}/{i}" for s, i in self.pruned]
         out += [f"removed from code {s}/{i} (kept; --prune deletes it)"
                 for s, i in self.removed if (s, i) not in self.pruned]
@@ -284,6 +289,8 @@ def _apply(decl: Declaration, report: SyncReport, synced: dict[str, set[str]], *
         # outage, an incident) because a deploy changed the declaration. Only an operator lifts
         # it (re-issue, update); a paused schedule, by contrast, stays paused through update.
         report.held.append((*decl.key, changed))
+        if not managed:
+            report.held_adoptions.append(decl.key)
         return
     # An adoption writes a generation even when nothing differs: a generation under the sync
     # actor is what makes the schedule managed from now on.

@@ -174,6 +174,10 @@ def test_sync__adopt_of_an_operator_suspension_is_held(committed_clock):
     suspended = schedules.suspend("tenant-a", "nightly", "provider outage", actor="ops")
     report = declared.sync(declared=[decl()], adopt=True)
     assert report.held == [("tenant-a", "nightly", [])] and not report.adopted
+    assert report.held_adoptions == [("tenant-a", "nightly")]
+    assert report.lines() == [
+        "held tenant-a/nightly (adoption; nothing changed): suspended by an operator, not "
+        "adopted; the next sync --adopt after the suspension is repaired adopts it"]
     info = schedules.get("tenant-a", "nightly")
     assert (info.state, info.revision) == ("suspended", suspended.revision)
 
