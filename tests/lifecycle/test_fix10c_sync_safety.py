@@ -186,7 +186,7 @@ def test_command__a_hand_made_schedule_is_a_conflict_unless_adopt(committed_cloc
     schedules.create("demo", "demo-hourly-touch", schedules.Every(timedelta(hours=1)),
                      touch_target(), actor="alice")
     out = StringIO()
-    with pytest.raises(CommandError, match="conflict"):
+    with pytest.raises(CommandError, match=r"1 declaration\(s\) conflict with the store \(DS157;"):
         call_command("sync_schedules", stdout=out)
     assert "conflict demo/demo-hourly-touch: DS157: " in out.getvalue()
     assert schedules.get("demo", "demo-hourly-touch").generation == 1

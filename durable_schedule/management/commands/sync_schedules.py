@@ -39,5 +39,7 @@ class Command(BaseCommand):
         prefix = "dry run: " if options["dry_run"] else ""
         self.stdout.write(prefix + report.summary())
         if report.conflicts:
+            codes = sorted({why.split(":", 1)[0] for _s, _i, why in report.conflicts})
             raise CommandError(f"{len(report.conflicts)} declaration(s) conflict with the store "
-                               "(see above)")
+                               f"({', '.join(codes)}; see above); the other declarations were "
+                               "applied")
