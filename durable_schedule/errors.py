@@ -229,7 +229,7 @@ class InvalidBufferLimit(ScheduleError):
 
 
 class EmptyPruneRefused(ScheduleError):
-    code = "DS155"
+    code = "DS159"
     next_action = (
         "sync_schedules --prune found no declaration at all and would delete every schedule "
         "sync manages, in every scope: check --settings and INSTALLED_APPS; if removing them "

@@ -22,7 +22,7 @@ match, through the public API (the same writer as every other caller):
   :data:`SYNC_ACTOR`, whoever wrote the active one since) and that no declaration names any
   more is reported, and deleted only with ``--prune``; schedules sync never wrote are never
   touched;
-* ``--prune`` with no declaration at all is refused (DS155) unless ``--allow-empty``: it would
+* ``--prune`` with no declaration at all is refused (DS159) unless ``--allow-empty``: it would
   delete every managed schedule in every scope, and is usually a discovery mistake;
 * a declared identity that was deleted is reported as a conflict (DS158; deletion is terminal
   for an identity): rename the declaration;
@@ -219,7 +219,7 @@ def sync(*, dry_run: bool = False, prune: bool = False,
     """Make the store match the declarations (see the module docstring); one transaction.
 
     ``dry_run``: compute and report the same changes, then roll everything back.
-    ``prune`` with no declaration at all is refused (DS155) unless ``allow_empty``: it would
+    ``prune`` with no declaration at all is refused (DS159) unless ``allow_empty``: it would
     delete every schedule sync manages, in every scope, and is far more often a discovery
     mistake (wrong settings, an app missing from INSTALLED_APPS) than an intent.
     ``adopt``: a declaration naming a schedule sync did not create takes it over (one new

@@ -1,4 +1,4 @@
-"""sync_schedules safety: --prune with nothing declared is refused (DS155) unless
+"""sync_schedules safety: --prune with nothing declared is refused (DS159) unless
 --allow-empty; the sync actor is reserved (DS156) so no other caller makes a schedule look
 managed; a declaration naming a schedule sync did not create is a conflict (DS157) unless
 --adopt; the deleted-identity conflict carries DS158."""
@@ -29,7 +29,7 @@ def test_sync__prune_with_nothing_declared_is_refused_and_changes_nothing(commit
     declared.sync(declared=[decl("a"), decl("b", scope="tenant-b")])
     before = [schedules.get(s, i) for s, i in (("tenant-a", "a"), ("tenant-b", "b"))]
     for dry_run in (False, True):
-        with pytest.raises(DurableError, match="DS155"):
+        with pytest.raises(DurableError, match="DS159"):
             declared.sync(declared=[], prune=True, dry_run=dry_run)
     after = [schedules.get(s, i) for s, i in (("tenant-a", "a"), ("tenant-b", "b"))]
     assert [(i.state, i.revision) for i in after] == [(i.state, i.revision) for i in before]
@@ -56,7 +56,7 @@ def test_command__prune_when_discovery_finds_nothing_exits_non_zero(committed_cl
     # Discovery that finds nothing (wrong --settings, an app missing from INSTALLED_APPS).
     monkeypatch.setattr(declared, "autodiscover", lambda: None)
     monkeypatch.setattr(declared, "declarations", lambda: [])
-    with pytest.raises(CommandError, match="DS155"):
+    with pytest.raises(CommandError, match="DS159"):
         call_command("sync_schedules", "--prune", stdout=StringIO())
     assert schedules.get("demo", "demo-hourly-touch").state == "active"
     out = StringIO()
@@ -118,7 +118,7 @@ def test_errors__the_codes_name_their_classes():
 
     assert (errors.EmptyPruneRefused.code, errors.ReservedActor.code,
             errors.DeclaredScheduleNotManaged.code, errors.DeclaredIdentityDeleted.code) == (
-        "DS155", "DS156", "DS157", "DS158")
+        "DS159", "DS156", "DS157", "DS158")
 
 
 def test_api__the_sync_path_itself_still_writes_under_the_sync_actor(committed_clock):
