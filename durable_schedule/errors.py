@@ -237,6 +237,40 @@ class InvalidBufferLimit(ScheduleError):
         "buffer_limit is an integer from 1 to 1000 and is given only with overlap "
         "'buffer_all' (default 100) (docs/schedules.md \"Overlap policies\")."
     )
+
+
+class EmptyPruneRefused(ScheduleError):
+    code = "DS159"
+    next_action = (
+        "sync_schedules --prune found no declaration at all and would delete every schedule "
+        "sync manages, in every scope: check --settings and INSTALLED_APPS; if removing them "
+        "all is meant, pass --allow-empty (sync(..., allow_empty=True))."
+    )
+
+
+class ReservedActor(ScheduleError):
+    code = "DS156"
+    next_action = (
+        'The actor "sync_schedules" marks what sync_schedules manages (a later --prune deletes '
+        "it): only sync_schedules writes under it; name another actor (or rename the user)."
+    )
+
+
+class DeclaredScheduleNotManaged(ScheduleError):
+    code = "DS157"
+    next_action = (
+        "A declaration names a schedule that sync_schedules did not create: give the "
+        "declaration another schedule id, or run sync_schedules --adopt to let sync manage it "
+        "(one new generation; a later --prune deletes it once no declaration names it)."
+    )
+
+
+class DeclaredIdentityDeleted(ScheduleError):
+    code = "DS158"
+    next_action = (
+        "The declared identity was deleted and deletion is terminal: declare the schedule "
+        "under a new schedule id."
+    )
 # ---------------------------------------------------------------- DS125-DS139 cron schedules
 class InvalidCronExpression(ScheduleError):
     code = "DS125"

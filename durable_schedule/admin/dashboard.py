@@ -27,21 +27,27 @@ from durable_schedule.store.models import RunnerHeartbeat, ScheduleDefinition
 NEEDS_UPDATE = "schedules.update() with a corrected definition (a new generation)"
 
 
-def _fix(request, s) -> dict:
+def _fix(request, s, schedule_admin) -> dict:
     """The one action for a suspended schedule: release after recovery for an epoch mismatch,
-    re-issue as a new generation for the others (docs/admin.md), else (no permission) its
-    detail page."""
+    re-issue as a new generation for the others (docs/admin.md), else its detail page. Each
+    link is offered only to a user who can open it: the operation page needs the operation's
+    permission *and* the view permission on schedules (``has_operation_permission``), the
+    detail page the view permission; without them the row names the fix in words."""
     scope_q = urlencode({scoping.SCOPE_PARAM: s.scope_id})
-    detail = reverse("admin:durable_schedule_scheduledefinition_change",
-                     args=[s.definition_pk]) + f"?{scope_q}"
+    detail = None
+    if schedule_admin.has_view_permission(request):
+        detail = reverse("admin:durable_schedule_scheduledefinition_change",
+                         args=[s.definition_pk]) + f"?{scope_q}"
     query = urlencode({"ids": s.definition_pk, scoping.SCOPE_PARAM: s.scope_id,
                        "next": request.get_full_path()})
-    if s.reason == RELEASABLE_REASON and request.user.has_perm(
-            "durable_schedule.release_schedule"):
-        url = reverse("admin:durable_schedule_scheduledefinition_operate", args=["release"])
-        return {"label": "Release after recovery…", "url": f"{url}?{query}", "detail": detail}
-    if s.reason in REISSUE_REASONS and request.user.has_perm(
-            "durable_schedule.reissue_schedule"):
+    if s.reason == RELEASABLE_REASON:
+        if schedule_admin.has_operation_permission(request, schedule_admin.operations["release"]):
+            url = reverse("admin:durable_schedule_scheduledefinition_operate", args=["release"])
+            return {"label": "Release after recovery…", "url": f"{url}?{query}",
+                    "detail": detail}
+        return {"label": "needs release after recovery", "url": None, "detail": detail}
+    if s.reason in REISSUE_REASONS and schedule_admin.has_operation_permission(
+            request, schedule_admin.operations["reissue"]):
         # The confirmation page shows the next instants, or why the row must be fixed in code.
         url = reverse("admin:durable_schedule_scheduledefinition_operate", args=["reissue"])
         return {"label": "Re-issue as a new generation…", "url": f"{url}?{query}",
@@ -91,7 +97,9 @@ class HealthDashboardAdmin(admin.ModelAdmin):
             report.tz_rules_mismatches = _visible_tz_mismatches(report, seen)
             report.work_by_state, report.finished_last_hour = {}, {}
             report.work_backlog_by_name = {}
-        suspended = [{"s": s, "fix": _fix(request, s)} for s in report.suspended_schedules]
+        schedule_admin = self.admin_site.get_model_admin(ScheduleDefinition)
+        suspended = [{"s": s, "fix": _fix(request, s, schedule_admin)}
+                     for s in report.suspended_schedules]
         queues = [
             {"queue": "schedules", "kind": "schedule", "health": report.schedules},
             # Every Work queue together: the Work dispatch rows of all queues (named queues

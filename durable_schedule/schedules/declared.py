@@ -22,10 +22,19 @@ match, through the public API (the same writer as every other caller):
   :data:`SYNC_ACTOR`, whoever wrote the active one since) and that no declaration names any
   more is reported, and deleted only with ``--prune``; schedules sync never wrote are never
   touched;
-* a declared identity that was deleted is reported as a conflict (deletion is terminal for an
-  identity): rename the declaration;
+* ``--prune`` with no declaration at all is refused (DS159) unless ``--allow-empty``: it would
+  delete every managed schedule in every scope, and is usually a discovery mistake;
+* a declared identity that was deleted is reported as a conflict (DS158; deletion is terminal
+  for an identity): rename the declaration;
+* a declared identity that exists but that sync never wrote (made through the API or the admin)
+  is reported as a conflict (DS157) and left untouched, unless ``--adopt``: then one new
+  generation under the sync actor takes it over (a later ``--prune`` may delete it);
 * a changed declaration of a schedule an operator suspended (reason ``operator``) is reported
   as held and not updated: ``update`` would lift the suspension, which only an operator does.
+
+A conflict leaves its schedule untouched; the rest of the sync is applied and committed, and the
+command exits non-zero. The sync actor is reserved (DS156): no other caller can make a schedule
+look managed.
 
 Everything happens in one transaction under a transaction-scoped advisory lock, so two deploy
 hosts running it at once serialize: the second sees what the first committed and finds nothing
@@ -45,7 +54,13 @@ from django.db import transaction
 from django.utils.module_loading import autodiscover_modules
 
 from durable_schedule import conf
-from durable_schedule.errors import DeclarationConflict, ScheduleNotFound
+from durable_schedule.errors import (
+    DeclarationConflict,
+    DeclaredIdentityDeleted,
+    DeclaredScheduleNotManaged,
+    EmptyPruneRefused,
+    ScheduleNotFound,
+)
 from durable_schedule.evaluation.bounds import Bounds
 from durable_schedule.evaluation.cron.spec import Cron, with_seed
 from durable_schedule.evaluation.timeline import ScheduleSpec, kind_of, spec_to_json
@@ -62,7 +77,9 @@ from durable_schedule.store.transactions import (
 from durable_schedule.work.target import WorkTarget
 
 #: The actor of every generation sync_schedules writes: how it recognises what it manages.
-SYNC_ACTOR = "sync_schedules"
+#: Reserved: every schedule call refuses it (DS156) to every caller but sync
+#: (schedules/validation.py ``actor``).
+SYNC_ACTOR = check.RESERVED_ACTOR
 _QUERIES = "declared_queries.sql"
 #: Key of the transaction-scoped advisory lock that serializes concurrent syncs.
 SYNC_LOCK_KEY = 0x64735F73796E63  # "ds_sync"
@@ -159,14 +176,25 @@ class SyncReport:
     #: Changed declarations of schedules an operator suspended: not updated (an update would
     #: lift the suspension); applied by the first sync after an operator repairs it.
     held: list[tuple[str, str, list[str]]] = field(default_factory=list)
+    #: Schedules sync did not create, taken over with ``adopt``: one new generation each,
+    #: with the facts that differed from the declaration.
+    adopted: list[tuple[str, str, list[str]]] = field(default_factory=list)
+    #: Of ``held``: adoptions (``adopt``) held because an operator suspended the schedule; it
+    #: stays unmanaged until a sync with ``adopt`` after the repair.
+    held_adoptions: list[tuple[str, str]] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         out = [f"created {s}/{i}" for s, i in self.created]
         out += [f"updated {s}/{i} ({', '.join(f)})" for s, i, f in self.updated]
+        out += [f"adopted {s}/{i} ({', '.join(f) or 'nothing differed'}): now managed by sync"
+                for s, i, f in self.adopted]
         out += [f"unchanged {s}/{i}" for s, i in self.unchanged]
-        out += [f"held {s}/{i} ({', '.join(f)} changed): suspended by an operator, not updated; "
-                "the next sync after the suspension is repaired applies it"
-                for s, i, f in self.held]
+        out += [f"held {s}/{i} ({', '.join(f) or 'nothing'} changed): suspended by an operator, "
+                "not updated; the next sync after the suspension is repaired applies it"
+                for s, i, f in self.held if (s, i) not in self.held_adoptions]
+        out += [f"held {s}/{i} (adoption; {', '.join(f) or 'nothing'} changed): suspended by "
+                "an operator, not adopted; the next sync --adopt after the suspension is "
+                "repaired adopts it" for s, i, f in self.held if (s, i) in self.held_adoptions]
         out += [f"pruned {s}/{i}" for s, i in self.pruned]
         out += [f"removed from code {s}/{i} (kept; --prune deletes it)"
                 for s, i in self.removed if (s, i) not in self.pruned]
@@ -177,7 +205,8 @@ class SyncReport:
         return (f"created={len(self.created)} updated={len(self.updated)} "
                 f"unchanged={len(self.unchanged)} removed={len(self.removed)} "
                 f"pruned={len(self.pruned)} conflicts={len(self.conflicts)}"
-                + (f" held={len(self.held)}" if self.held else ""))
+                + (f" held={len(self.held)}" if self.held else "")
+                + (f" adopted={len(self.adopted)}" if self.adopted else ""))
 
 
 class _DryRun(Exception):
@@ -185,22 +214,32 @@ class _DryRun(Exception):
 
 
 def sync(*, dry_run: bool = False, prune: bool = False,
-         declared: list[Declaration] | None = None) -> SyncReport:
+         declared: list[Declaration] | None = None, allow_empty: bool = False,
+         adopt: bool = False) -> SyncReport:
     """Make the store match the declarations (see the module docstring); one transaction.
 
     ``dry_run``: compute and report the same changes, then roll everything back.
+    ``prune`` with no declaration at all is refused (DS159) unless ``allow_empty``: it would
+    delete every schedule sync manages, in every scope, and is far more often a discovery
+    mistake (wrong settings, an app missing from INSTALLED_APPS) than an intent.
+    ``adopt``: a declaration naming a schedule sync did not create takes it over (one new
+    generation under the sync actor); without it that is a conflict (DS157), left untouched.
     """
     wanted = declarations() if declared is None else declared
+    if prune and not wanted and not allow_empty:
+        raise EmptyPruneRefused("no schedule is declared: --prune would delete every schedule "
+                                "sync manages, in every scope; nothing was changed")
     scopes = sorted({d.scope for d in wanted} | set(_scopes_with_schedules()))
     report = SyncReport()
     alias = conf.database_alias()
     try:
-        with transaction.atomic(using=alias):
+        with check.writing_as_sync(), transaction.atomic(using=alias):
             with connection(alias).cursor() as cur:
                 cur.execute(query(_QUERIES, "sync_lock"), [SYNC_LOCK_KEY])
             by_key = {d.key: d for d in wanted}
+            synced: dict[str, set[str]] = {}
             for decl in wanted:
-                _apply(decl, report)
+                _apply(decl, report, synced, adopt=adopt)
             for scope in scopes:
                 for info in _managed(scope):
                     if (scope, info.schedule_id) in by_key:
@@ -217,7 +256,8 @@ def sync(*, dry_run: bool = False, prune: bool = False,
     return report
 
 
-def _apply(decl: Declaration, report: SyncReport) -> None:
+def _apply(decl: Declaration, report: SyncReport, synced: dict[str, set[str]], *,
+           adopt: bool) -> None:
     try:
         info = api.get(decl.scope, decl.schedule_id)
     except ScheduleNotFound:
@@ -227,11 +267,21 @@ def _apply(decl: Declaration, report: SyncReport) -> None:
         report.created.append(decl.key)
         return
     if info.state == "deleted":
-        report.conflicts.append((*decl.key, "the identity was deleted; deletion is terminal, "
-                                            "declare it under a new schedule id"))
+        report.conflicts.append((*decl.key, str(DeclaredIdentityDeleted(
+            "the declared identity was deleted"))))
+        return
+    if decl.scope not in synced:
+        synced[decl.scope] = _synced_ids(decl.scope)
+    managed = decl.schedule_id in synced[decl.scope]
+    if not managed and not adopt:
+        # Created by someone else (the API, the admin): updating it from a declaration and a
+        # later --prune deleting it would take over a schedule nobody handed to sync.
+        report.conflicts.append((*decl.key, str(DeclaredScheduleNotManaged(
+            "a schedule with this identity exists and sync_schedules did not create it; "
+            "it was not changed", created_by=info.created_by))))
         return
     changed = differences(decl, info)
-    if not changed:
+    if managed and not changed:
         report.unchanged.append(decl.key)
         return
     if info.state == "suspended" and info.suspension_reason == api.OPERATOR_REASON:
@@ -239,12 +289,20 @@ def _apply(decl: Declaration, report: SyncReport) -> None:
         # outage, an incident) because a deploy changed the declaration. Only an operator lifts
         # it (re-issue, update); a paused schedule, by contrast, stays paused through update.
         report.held.append((*decl.key, changed))
+        if not managed:
+            report.held_adoptions.append(decl.key)
         return
+    # An adoption writes a generation even when nothing differs: a generation under the sync
+    # actor is what makes the schedule managed from now on.
     api.update(decl.scope, decl.schedule_id, expected_revision=info.revision, spec=decl.spec,
                target=decl.target, overlap=decl.overlap, misfire=decl.misfire,
                safety_window=decl.safety_window or conf.safety_window(), actor=SYNC_ACTOR,
                **_lifecycle(decl))
-    report.updated.append((*decl.key, changed))
+    if managed:
+        report.updated.append((*decl.key, changed))
+    else:
+        synced[decl.scope].add(decl.schedule_id)
+        report.adopted.append((*decl.key, changed))
 
 
 def _lifecycle(decl: Declaration) -> dict[str, Any]:
@@ -319,10 +377,7 @@ def _managed(scope: str) -> list[ScheduleInfo]:
     by sync (created or updated from a declaration). Not only the active generation's actor:
     the repair of a declared schedule (an operator's re-issue, ``durable_tz_rules --apply``)
     writes a generation under its own actor, and the schedule is still the declared one."""
-    with scoped(scope, using=conf.database_alias(), create=False) as cur:
-        cur.execute(query(_QUERIES, "synced_schedule_ids"),
-                    {"scope_id": scope, "actor": SYNC_ACTOR})
-        synced = {row[0] for row in cur.fetchall()}
+    synced = _synced_ids(scope)
     out: list[ScheduleInfo] = []
     after = ""
     while True:
@@ -332,6 +387,14 @@ def _managed(scope: str) -> list[ScheduleInfo]:
         if len(page) < 1000:
             return out
         after = page[-1].schedule_id
+
+
+def _synced_ids(scope: str) -> set[str]:
+    """The schedule ids of ``scope`` with a generation written under the sync actor."""
+    with scoped(scope, using=conf.database_alias(), create=False) as cur:
+        cur.execute(query(_QUERIES, "synced_schedule_ids"),
+                    {"scope_id": scope, "actor": SYNC_ACTOR})
+        return {row[0] for row in cur.fetchall()}
 
 
 def _scopes_with_schedules() -> list[str]:

@@ -8,6 +8,9 @@ scoped transaction before its first write, and their error rolls that transactio
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import timedelta
 from typing import Any
 
@@ -18,6 +21,7 @@ from durable_schedule.errors import (
     InvalidSchedulePolicy,
     JitterPastDeadline,
     NonPositiveDuration,
+    ReservedActor,
     UnknownWorkTarget,
 )
 from durable_schedule.evaluation.cron.spec import Cron
@@ -32,6 +36,11 @@ from durable_schedule.work.target import WorkTarget
 MAX_ID = 200
 MAX_ACTOR = 200
 MAX_REASON = 1000
+#: The actor of every generation ``sync_schedules`` writes, and how it recognises what it
+#: manages (schedules/declared.py): reserved, so that no other caller can make a schedule look
+#: managed (and prunable) by naming it.
+RESERVED_ACTOR = "sync_schedules"
+_SYNC_WRITING: ContextVar[bool] = ContextVar("durable_schedule_sync_writing", default=False)
 _ONE_US = timedelta(microseconds=1)
 
 
@@ -71,10 +80,20 @@ def identifier(value: Any, field: str) -> str:
     return value
 
 
+@contextmanager
+def writing_as_sync() -> Iterator[None]:
+    """The sync path (schedules/declared.py) writes under :data:`RESERVED_ACTOR` inside this."""
+    token = _SYNC_WRITING.set(True)
+    try:
+        yield
+    finally:
+        _SYNC_WRITING.reset(token)
+
+
 def actor(value: Any) -> str:
     """The audited actor: ``""`` (no actor named) or at most 200 characters that follow the
     identifier rule (store/identifiers.py): not only whitespace, no control, format or
-    separator characters."""
+    separator characters; and not :data:`RESERVED_ACTOR` (DS156) outside the sync path."""
     if not isinstance(value, str):
         raise InvalidArgument("actor must be a string", field="actor", got=type(value).__name__)
     if len(value) > MAX_ACTOR or not _encodable(value) or (
@@ -82,6 +101,8 @@ def actor(value: Any) -> str:
         raise InvalidArgument("actor must be empty or at most 200 characters, not only "
                               "whitespace, without control, format or separator characters",
                               field="actor", value=value[:80])
+    if value == RESERVED_ACTOR and not _SYNC_WRITING.get():
+        raise ReservedActor("the actor name is reserved for sync_schedules", actor=value)
     return value
 
 

@@ -67,9 +67,10 @@ def test_sync__removed_declarations_are_reported_and_deleted_only_with_prune(com
 
 
 def test_sync__finds_removed_declarations_in_scopes_no_declaration_names(committed_clock):
-    declared.sync(declared=[decl("x", scope="tenant-gone")])
-    report = declared.sync(declared=[], prune=True)
+    declared.sync(declared=[decl("x", scope="tenant-gone"), decl("kept")])
+    report = declared.sync(declared=[decl("kept")], prune=True)
     assert report.pruned == [("tenant-gone", "x")]
+    assert schedules.get("tenant-gone", "x").state == "deleted"
 
 
 def test_sync__dry_run_reports_and_changes_nothing(committed_clock):

@@ -1,5 +1,6 @@
-"""``manage.py sync_schedules [--dry-run] [--prune]``: make the store match the schedules
-declared in code (``<app>/schedules.py``; docs/schedules.md "Schedules declared in code")."""
+"""``manage.py sync_schedules [--dry-run] [--prune [--allow-empty]] [--adopt]``: make the store
+match the schedules declared in code (``<app>/schedules.py``; docs/schedules.md "Schedules
+declared in code")."""
 
 from __future__ import annotations
 
@@ -19,11 +20,18 @@ class Command(BaseCommand):
         parser.add_argument("--prune", action="store_true",
                             help="delete schedules an earlier sync created that no declaration "
                                  "names any more")
+        parser.add_argument("--allow-empty", action="store_true",
+                            help="with --prune: go on when no schedule is declared at all "
+                                 "(deletes every schedule sync manages); refused otherwise")
+        parser.add_argument("--adopt", action="store_true",
+                            help="take over an existing schedule sync did not create that a "
+                                 "declaration names (one new generation); a conflict otherwise")
 
     def handle(self, *args, **options):
         declared.autodiscover()
         try:
-            report = declared.sync(dry_run=options["dry_run"], prune=options["prune"])
+            report = declared.sync(dry_run=options["dry_run"], prune=options["prune"],
+                                   allow_empty=options["allow_empty"], adopt=options["adopt"])
         except DurableError as exc:
             raise CommandError(str(exc)) from exc
         for line in report.lines():
@@ -31,5 +39,7 @@ class Command(BaseCommand):
         prefix = "dry run: " if options["dry_run"] else ""
         self.stdout.write(prefix + report.summary())
         if report.conflicts:
+            codes = sorted({why.split(":", 1)[0] for _s, _i, why in report.conflicts})
             raise CommandError(f"{len(report.conflicts)} declaration(s) conflict with the store "
-                               "(see above)")
+                               f"({', '.join(codes)}; see above); the other declarations were "
+                               "applied")
