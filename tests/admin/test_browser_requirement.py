@@ -17,6 +17,10 @@ from tests.docs.snippets import ROOT
 def run_browser_test(tmp_path, **env) -> subprocess.CompletedProcess:
     full_env = dict(os.environ)
     full_env.pop("DURABLE_REQUIRE_BROWSER", None)
+    # The child pytest must not share this run's test database: with DURABLE_TEST_DB_NAME
+    # inherited it would clobber that database on start and drop it at its end, under the
+    # tests still running here. Without it the settings name one per process.
+    full_env.pop("DURABLE_TEST_DB_NAME", None)
     full_env.update(DURABLE_CHROMIUM=str(tmp_path / "no-chromium-here"), **env)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "tests/admin/test_browser.py", "-q", "-rs",
