@@ -46,9 +46,16 @@ def start(queue: str, *, lease_owner: str | None = None) -> RunnerHooks:
     _serve_metrics_once()
     beat = Heartbeat(queue, lease_owner=lease_owner or _default_owner())
     beat.start()
-    log.info("%s runner %s registered (heartbeat every %.0fs)", queue, beat.runner_id,
-             beat.interval, extra={"runner": queue, "runner_id": str(beat.runner_id)})
+    log.info("%s runner %s registered (heartbeat every %ss)", queue, beat.runner_id,
+             seconds_text(beat.interval),
+             extra={"runner": queue, "runner_id": str(beat.runner_id)})
     return RunnerHooks(beat)
+
+
+def seconds_text(seconds: float) -> str:
+    """``10``, ``2.5``, ``0.2``, ``0.005``: as many digits as the setting has (three
+    significant ones at most), never ``0`` for a positive interval."""
+    return f"{seconds:.3g}" if seconds < 1000 else f"{seconds:.0f}"
 
 
 def _serve_metrics_once() -> None:
@@ -63,5 +70,5 @@ def _serve_metrics_once() -> None:
             log.info("serving runner metrics on port %d", port)
 
 
-def log_stop(queue: str, stats: Any) -> str:
-    return logs.log_stop_summary(queue, stats)
+def log_stop(queue: str, stats: Any, *, failed: bool = False) -> str:
+    return logs.log_stop_summary(queue, stats, failed=failed)

@@ -42,6 +42,7 @@ from durable_schedule.processor.step import (
     process_claim,
     quarantine_claim,
 )
+from durable_schedule.runner import committed
 from durable_schedule.runner.retry import run_with_retry
 from durable_schedule.store import identifiers
 
@@ -192,8 +193,12 @@ def process_due(
     connection, a deadlock) is raised at once; the runner retries the pass.
     """
     counts = PassCounts()
-    _run_pass(counts, max_schedules, lease_owner, lease_duration, cancel,
-              claim_batch=claim_batch, batch_size=batch_size, using=using)
+    try:
+        _run_pass(counts, max_schedules, lease_owner, lease_duration, cancel,
+                  claim_batch=claim_batch, batch_size=batch_size, using=using)
+    except BaseException as exc:
+        committed.note(exc, counts.as_dict())  # committed facts, for the loop that retries
+        raise
     return counts
 
 
@@ -223,9 +228,11 @@ def process_due_once(max_schedules: int = 1, **options: Any) -> PassCounts:
 
     try:
         run_with_retry("schedule.pass", attempt)
-    except DurableError as exc:
+    except BaseException as exc:
         # The failed attempt noted its own counts; the run's are those of every attempt.
-        exc.context["pass_counts"] = spent.as_dict()
+        if isinstance(exc, DurableError):
+            exc.context["pass_counts"] = spent.as_dict()
+        committed.note(exc, spent.as_dict())
         raise
     return spent
 
