@@ -197,7 +197,7 @@ def process_due(
         _run_pass(counts, max_schedules, lease_owner, lease_duration, cancel,
                   claim_batch=claim_batch, batch_size=batch_size, using=using)
     except BaseException as exc:
-        committed.note(exc, counts.as_dict())  # committed facts, for the loop that retries
+        committed.note(exc, counts.as_dict(), counts)  # committed facts, for the loop
         raise
     return counts
 
@@ -221,6 +221,9 @@ def process_due_once(max_schedules: int = 1, **options: Any) -> PassCounts:
             left = max_schedules - spent.claimed
             if left > 0:
                 _run_pass(tally, left, **options)
+        except BaseException as exc:
+            committed.note(exc, tally.as_dict(), tally)  # this attempt's, for the metrics
+            raise
         finally:
             # Counted even when the attempt raised: what it claimed is spent.
             spent += tally

@@ -11,17 +11,27 @@ is noted for work whose transaction did not commit.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 _ATTRIBUTE = "durable_committed_counts"
+_RESULT = "durable_committed_result"
 
 
-def note(exc: BaseException, counts: Mapping[str, int]) -> None:
-    """Record on ``exc`` the counts of what committed before it was raised. An outer layer's
+def note(exc: BaseException, counts: Mapping[str, int], result: Any = None) -> None:
+    """Record on ``exc`` the counts of what committed before it was raised, and the pass's
+    own result object (a PassCounts with its outcomes, for the metrics). An outer layer's
     counts include an inner one's, so the last note wins."""
     try:
         setattr(exc, _ATTRIBUTE, {k: v for k, v in counts.items() if v})
+        setattr(exc, _RESULT, result)
     except (AttributeError, TypeError):  # an exception type without a __dict__
         pass
+
+
+def result_of(exc: BaseException) -> Any:
+    """The result object noted on ``exc``, else its counts (None when nothing committed)."""
+    result = getattr(exc, _RESULT, None)
+    return result if result is not None else (of(exc) or None)
 
 
 def of(exc: BaseException) -> dict[str, int]:

@@ -156,6 +156,9 @@ def process_work_once(*, max_items: int = 100, **options) -> WorkPassCounts:
             left = max_items - spent["claimed"]
             if left > 0:
                 _run_pass(tally, max_items=left, **options)
+        except BaseException as exc:
+            committed.note(exc, tally)  # this attempt's, for the metrics
+            raise
         finally:
             # Counted even when the attempt raised: what it claimed is spent.
             spent.update(tally)

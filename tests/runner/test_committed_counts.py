@@ -200,6 +200,34 @@ def test_work_pass__notes_the_outcomes_it_committed_before_it_raised(committed_c
 
 
 @pytest.mark.django_db(transaction=True)
+def test_metrics__count_the_outcomes_a_failed_pass_committed(committed_clock, monkeypatch):
+    from durable_schedule.observability import metrics
+    from durable_schedule.work import pipeline
+
+    def succeeded_metric() -> float:
+        return metrics.REGISTRY.get_sample_value("durable_schedule_work_outcomes_total",
+                                                 {"outcome": "succeeded"}) or 0.0
+
+    for n in range(4):
+        runner_targets.slow.enqueue(scope="tenant-a", command=f"c-{n}",
+                                    idempotency_key=f"k-{n}", payload={"seconds": 0})
+    real = pipeline.record_outcomes
+    commits = Counter()
+
+    def record(results, opts):
+        commits["calls"] += 1
+        if commits["calls"] > 1:
+            raise PermissionError("the store refused the second group")
+        return real(results, opts)
+
+    monkeypatch.setattr("durable_schedule.work.passes.record_outcomes", record)
+    before = succeeded_metric()
+    with pytest.raises(PermissionError):
+        process_work_pass(batch=2, max_items=4)
+    assert succeeded_metric() - before == _succeeded() == 2
+
+
+@pytest.mark.django_db(transaction=True)
 def test_work_once__the_command_prints_what_committed_before_it_failed(committed_clock,
                                                                        monkeypatch):
     from django.core.management import CommandError, call_command
