@@ -141,7 +141,7 @@ def run_loop(
     def attempt() -> dict[str, int]:
         try:
             return run_once()
-        except Exception as exc:
+        except BaseException as exc:  # an interrupt too: the loop's end still counts it
             carried.update(committed.of(exc))
             raise
 

@@ -45,9 +45,9 @@ def _summary_counts(line: str) -> dict[str, int]:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.crash
 def test_loop__a_pass_cut_after_committing_outcomes_still_counts_them():
-    for n in range(30):
+    for n in range(45):  # about 4.5 s of executors at concurrency 3: the cut comes mid-pass
         runner_targets.slow.enqueue(scope="tenant-a", command=f"c-{n}",
-                                    idempotency_key=f"k-{n}", payload={"seconds": 0.1})
+                                    idempotency_key=f"k-{n}", payload={"seconds": 0.3})
     proc = start_loop("process_work", "--concurrency", "3", "--batch", "3",
                       env={"PGAPPNAME": APP, "DURABLE_MAX_IDLE_SECONDS": "1"})
     lines: list[str] = []
@@ -78,6 +78,11 @@ def test_loop__a_pass_cut_after_committing_outcomes_still_counts_them():
         reader.join(timeout=10)
     out = "".join(lines)
     assert code == 0, out
+    # The cut pass was the first one and had committed some outcome groups: no pass completed
+    # before the outage, so every count of the summary that predates it came from that pass.
+    lost = next(i for i, line in enumerate(lines) if "connection lost" in line)
+    first_pass = next(i for i, line in enumerate(lines) if re.search(r"work pass \d+", line))
+    assert first_pass > lost, out
     [summary] = [line for line in lines if "runner stopped after" in line]
     counts = _summary_counts(summary)
     # Exactly what committed: the cut pass's committed groups included, the items whose outcome
