@@ -1,9 +1,10 @@
 """What a ``--loop`` runner does besides its passes: heartbeat, metrics port, stop summary.
 
-``durable_schedule.runner.service.serve`` calls :func:`start` before its loop, wraps each pass
-result in :meth:`RunnerHooks.after_pass`, calls :meth:`RunnerHooks.stop` on the way out (also
-after an error) and :func:`log_stop` once it stopped cleanly. Kept here so the loop's own code
-stays about passes, waits and retries.
+``durable_schedule.runner.service.serve`` calls :func:`start` before its loop, hands
+:meth:`RunnerHooks.after_pass` to the loop (called with every pass's counts, what a failed
+attempt committed included), calls :meth:`RunnerHooks.stop` on the way out (also after an
+error) and :func:`log_stop` once it stopped (``failed=True`` when an error ended it). Kept here
+so the loop's own code stays about passes, waits and retries.
 """
 
 from __future__ import annotations
@@ -53,9 +54,9 @@ def start(queue: str, *, lease_owner: str | None = None) -> RunnerHooks:
 
 
 def seconds_text(seconds: float) -> str:
-    """``10``, ``2.5``, ``0.2``, ``0.005``: as many digits as the setting has (three
-    significant ones at most), never ``0`` for a positive interval."""
-    return f"{seconds:.3g}" if seconds < 1000 else f"{seconds:.0f}"
+    """``10``, ``2.25``, ``0.2``, ``0.005``: the setting as written (up to six significant
+    digits), never ``0`` for a positive interval below one second."""
+    return f"{seconds:g}"
 
 
 def _serve_metrics_once() -> None:

@@ -275,5 +275,6 @@ def test_heartbeat_message__interval_text():
     assert runner_hooks.seconds_text(0.2) == "0.2"
     assert runner_hooks.seconds_text(0.05) == "0.05"
     assert runner_hooks.seconds_text(10.0) == "10"
-    assert runner_hooks.seconds_text(2.5) == "2.5"
+    assert runner_hooks.seconds_text(2.25) == "2.25"
+    assert runner_hooks.seconds_text(999.5) == "999.5"
     assert runner_hooks.seconds_text(3600.0) == "3600"
