@@ -134,7 +134,7 @@ def process_work_pass(*, max_items: int = 100, lease_owner: str | None = None,
                   using=using, concurrency=concurrency, queues=queues, wait_budget=wait_budget)
     except BaseException as exc:
         # What committed before the error is a fact: the loop that retries the pass adds it in.
-        committed.note(exc, tally)
+        committed.note(exc, _counts(tally).as_dict())
         raise
     return _counts(tally)
 
@@ -157,7 +157,7 @@ def process_work_once(*, max_items: int = 100, **options) -> WorkPassCounts:
             if left > 0:
                 _run_pass(tally, max_items=left, **options)
         except BaseException as exc:
-            committed.note(exc, tally)  # this attempt's, for the metrics
+            committed.note(exc, _counts(tally).as_dict())  # this attempt's, for the metrics
             raise
         finally:
             # Counted even when the attempt raised: what it claimed is spent.
@@ -167,7 +167,7 @@ def process_work_once(*, max_items: int = 100, **options) -> WorkPassCounts:
     try:
         run_with_retry("work.pass", attempt)
     except BaseException as exc:
-        committed.note(exc, spent)  # every attempt's committed counts, for the command's line
+        committed.note(exc, _counts(spent).as_dict())  # every attempt's, for the command
         raise
     return _counts(spent)
 
