@@ -50,11 +50,13 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(data, default=str, ensure_ascii=False, sort_keys=False)
 
 
-def stop_summary(queue: str, stats: Any) -> str:
+def stop_summary(queue: str, stats: Any, *, failed: bool = False) -> str:
     """``work runner stopped after 12 passes (3 busy): claimed=4 succeeded=4`` (zero counts
-    left out)."""
+    left out); ``failed``: ``work runner failed after ...`` (an error ended it; the counts are
+    still what committed, the failed pass's included)."""
     totals = " ".join(f"{k}={v}" for k, v in sorted(stats.totals.items()) if v) or "nothing done"
-    return (f"{queue} runner stopped after {stats.passes} passes ({stats.busy_passes} busy): "
+    ended = "failed" if failed else "stopped"
+    return (f"{queue} runner {ended} after {stats.passes} passes ({stats.busy_passes} busy): "
             f"{totals}")
 
 
@@ -73,15 +75,16 @@ def reaches_a_handler(logger: logging.Logger, level: int = logging.INFO) -> bool
     return False
 
 
-def log_stop_summary(queue: str, stats: Any) -> str:
+def log_stop_summary(queue: str, stats: Any, *, failed: bool = False) -> str:
     """Log the summary (written if a handler takes it) and return the line."""
-    line = stop_summary(queue, stats)
+    line = stop_summary(queue, stats, failed=failed)
     log.info(line, extra={"runner": queue, "counts": dict(stats.totals),
                           "passes": stats.passes})
     return line
 
 
-def print_stop_summary(stdout, queue: str, stats: Any, verbosity: int) -> None:
+def print_stop_summary(stdout, queue: str, stats: Any, verbosity: int, *,
+                       failed: bool = False) -> None:
     """The command's side: print the summary unless logging already wrote it."""
     if verbosity >= 1 and not reaches_a_handler(log):
-        stdout.write(stop_summary(queue, stats))
+        stdout.write(stop_summary(queue, stats, failed=failed))

@@ -29,6 +29,7 @@ from typing import Any
 
 from durable_schedule.errors import MetricsUnavailable
 from durable_schedule.observability import tracing
+from durable_schedule.runner import committed
 
 try:  # optional: the metrics extra
     import prometheus_client as _prom
@@ -148,7 +149,14 @@ def instrumented_pass(queue: str) -> Callable:
             started = time.perf_counter()
             with tracing.span(f"durable_schedule.{queue}.pass",
                               **{"durable.queue": queue}) as current:
-                counts = fn(*args, **kwargs)
+                try:
+                    counts = fn(*args, **kwargs)
+                except BaseException as exc:
+                    # What the pass committed before it raised still happened (committed.py).
+                    done = committed.result_of(exc)
+                    if done:
+                        observe_pass(queue, done, time.perf_counter() - started)
+                    raise
                 values = observe_pass(queue, counts, time.perf_counter() - started)
                 tracing.set_attributes(current, {f"durable.{k}": v for k, v in values.items()})
             return counts

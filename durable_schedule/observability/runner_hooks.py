@@ -1,9 +1,10 @@
 """What a ``--loop`` runner does besides its passes: heartbeat, metrics port, stop summary.
 
-``durable_schedule.runner.service.serve`` calls :func:`start` before its loop, wraps each pass
-result in :meth:`RunnerHooks.after_pass`, calls :meth:`RunnerHooks.stop` on the way out (also
-after an error) and :func:`log_stop` once it stopped cleanly. Kept here so the loop's own code
-stays about passes, waits and retries.
+``durable_schedule.runner.service.serve`` calls :func:`start` before its loop, hands
+:meth:`RunnerHooks.after_pass` to the loop (called with every pass's counts, what a failed
+attempt committed included), calls :meth:`RunnerHooks.stop` on the way out (also after an
+error) and :func:`log_stop` once it stopped (``failed=True`` when an error ended it). Kept here
+so the loop's own code stays about passes, waits and retries.
 """
 
 from __future__ import annotations
@@ -46,9 +47,16 @@ def start(queue: str, *, lease_owner: str | None = None) -> RunnerHooks:
     _serve_metrics_once()
     beat = Heartbeat(queue, lease_owner=lease_owner or _default_owner())
     beat.start()
-    log.info("%s runner %s registered (heartbeat every %.0fs)", queue, beat.runner_id,
-             beat.interval, extra={"runner": queue, "runner_id": str(beat.runner_id)})
+    log.info("%s runner %s registered (heartbeat every %ss)", queue, beat.runner_id,
+             seconds_text(beat.interval),
+             extra={"runner": queue, "runner_id": str(beat.runner_id)})
     return RunnerHooks(beat)
+
+
+def seconds_text(seconds: float) -> str:
+    """``10``, ``2.25``, ``0.2``, ``0.005``: the setting as written (up to six significant
+    digits), never ``0`` for a positive interval below one second."""
+    return f"{seconds:g}"
 
 
 def _serve_metrics_once() -> None:
@@ -63,5 +71,5 @@ def _serve_metrics_once() -> None:
             log.info("serving runner metrics on port %d", port)
 
 
-def log_stop(queue: str, stats: Any) -> str:
-    return logs.log_stop_summary(queue, stats)
+def log_stop(queue: str, stats: Any, *, failed: bool = False) -> str:
+    return logs.log_stop_summary(queue, stats, failed=failed)

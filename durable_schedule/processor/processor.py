@@ -44,6 +44,7 @@ from durable_schedule.processor.step import (
     process_claim,
     quarantine_claim,
 )
+from durable_schedule.runner import committed
 from durable_schedule.runner.retry import run_with_retry
 from durable_schedule.store import identifiers
 
@@ -201,8 +202,12 @@ def process_due(
     (its target queue is not listed, DS244) is no such error: it is counted as ``held``.
     """
     counts = PassCounts()
-    _run_pass(counts, max_schedules, lease_owner, lease_duration, cancel,
-              claim_batch=claim_batch, batch_size=batch_size, using=using)
+    try:
+        _run_pass(counts, max_schedules, lease_owner, lease_duration, cancel,
+                  claim_batch=claim_batch, batch_size=batch_size, using=using)
+    except BaseException as exc:
+        committed.note(exc, counts.as_dict(), counts)  # committed facts, for the loop
+        raise
     return counts
 
 
@@ -225,6 +230,9 @@ def process_due_once(max_schedules: int = 1, **options: Any) -> PassCounts:
             left = max_schedules - spent.claimed
             if left > 0:
                 _run_pass(tally, left, **options)
+        except BaseException as exc:
+            committed.note(exc, tally.as_dict(), tally)  # this attempt's, for the metrics
+            raise
         finally:
             # Counted even when the attempt raised: what it claimed is spent.
             spent += tally
@@ -232,9 +240,11 @@ def process_due_once(max_schedules: int = 1, **options: Any) -> PassCounts:
 
     try:
         run_with_retry("schedule.pass", attempt)
-    except DurableError as exc:
+    except BaseException as exc:
         # The failed attempt noted its own counts; the run's are those of every attempt.
-        exc.context["pass_counts"] = spent.as_dict()
+        if isinstance(exc, DurableError):
+            exc.context["pass_counts"] = spent.as_dict()
+        committed.note(exc, spent.as_dict())
         raise
     return spent
 

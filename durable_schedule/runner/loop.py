@@ -25,13 +25,14 @@ import logging
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import psycopg
 
 from durable_schedule import conf
-from durable_schedule.runner import outage, pooler, state
+from durable_schedule.runner import committed, outage, pooler, state
 from durable_schedule.runner.retry import run_with_retry
 
 log = logging.getLogger("durable_schedule.runner")
@@ -121,14 +122,46 @@ def run_loop(
     maintenance: Callable[[], None] | None = None,
     max_passes: int | None = None,
     wakes_for: Callable[[str], bool] | None = None,
+    after_pass: Callable[[dict[str, int]], object] | None = None,
 ) -> LoopStats:
     """Run passes until ``stop`` is set. ``run_once`` returns counts; a pass "did work" when it
     claimed something. Transient errors are retried by ``run_with_retry``;
-    any other error propagates (the command exits non-zero with the error chain)."""
+    any other error propagates (the command exits non-zero with the error chain).
+
+    What an attempt committed before it raised (runner/committed.py) is carried into the next
+    pass that completes (its log line, ``after_pass``, the totals); when the loop ends first
+    (stopped during an outage, or an error), into the totals and ``after_pass`` as one more
+    pass. ``after_pass(counts)`` sees every pass's counts (the heartbeat)."""
     stats = LoopStats()
     listener, listener_lost = _open_listener(name, channel)
     last_maintenance = 0.0
     budget = outage.Budget()  # one outage lasts until a pass succeeds again
+    carried: Counter = Counter()  # committed by attempts that raised, not yet counted
+
+    def attempt() -> dict[str, int]:
+        try:
+            return run_once()
+        except BaseException as exc:  # an interrupt too: the loop's end still counts it
+            carried.update(committed.of(exc))
+            raise
+
+    def count(counts: dict[str, int]) -> dict[str, int]:
+        stats.passes += 1
+        for key, value in counts.items():
+            stats.totals[key] = stats.totals.get(key, 0) + value
+        if after_pass is not None:
+            after_pass(counts)
+        return counts
+
+    def count_leftover() -> None:
+        if carried:  # the last pass raised after committing some work: still counted
+            leftover = dict(carried)
+            carried.clear()
+            count(leftover)
+            log.info("%s pass %d (ended by an error): %s", name, stats.passes,
+                     " ".join(f"{k}={v}" for k, v in leftover.items()),
+                     extra={"runner": name, "counts": leftover})
+
     try:
         while not stop.is_set():
             try:
@@ -136,7 +169,7 @@ def run_loop(
                 if maintenance is not None and since > PARTITION_INTERVAL_SECONDS:
                     run_with_retry(f"{name}.maintenance", maintenance)
                     last_maintenance = time.monotonic()
-                counts = run_with_retry(f"{name}.pass", run_once)
+                counts = run_with_retry(f"{name}.pass", attempt)
             except Exception as exc:
                 if not outage.is_connection_loss(exc):
                     raise
@@ -148,11 +181,14 @@ def run_loop(
                 listener, listener_lost = _open_listener(name, channel)
                 continue
             budget.reset()
-            stats.passes += 1
-            for key, value in counts.items():
-                stats.totals[key] = stats.totals.get(key, 0) + value
             # A pass that claimed anything may have left more due rows behind it: go again.
             busy = counts.get("claimed", 0) > 0
+            if carried:
+                counts = dict(counts)
+                for key, value in carried.items():
+                    counts[key] = counts.get(key, 0) + value
+                carried.clear()
+            count(counts)
             log.info("%s pass %d: %s", name, stats.passes,
                      " ".join(f"{k}={v}" for k, v in counts.items()),
                      extra={"runner": name, "counts": counts})
@@ -166,9 +202,14 @@ def run_loop(
             if not _idle_wait(listener, stop, seconds_until_due, wakes_for):
                 listener.close()
                 listener, listener_lost = None, True
+    except BaseException as exc:
+        count_leftover()
+        committed.note_loop(exc, stats)  # the command still reports what committed
+        raise
     finally:
         if listener is not None:
             listener.close()
+    count_leftover()
     return stats
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from durable_schedule.observability import runner_hooks
 from durable_schedule.operations.partitions import ensure_partitions
+from durable_schedule.runner import committed
 from durable_schedule.runner.loop import LoopStats, StopFlag, run_loop
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import connection
@@ -80,7 +81,8 @@ def serve(
     try:
         stats = run_loop(
             name=queue,
-            run_once=lambda: hooks.after_pass(run_once(stop)),
+            run_once=lambda: run_once(stop),
+            after_pass=hooks.after_pass,  # every pass's counts, committed work of failed ones too
             channel=CHANNELS[queue],
             seconds_until_due=lambda: seconds_until_due(queue, queues=queues),
             stop=stop,
@@ -88,6 +90,11 @@ def serve(
             max_passes=max_passes,
             wakes_for=None if queues is None else _serves(queues),
         )
+    except BaseException as exc:
+        ended = committed.loop_stats_of(exc)
+        if ended is not None:  # what committed before the error is still summed up
+            runner_hooks.log_stop(queue, ended, failed=True)
+        raise
     finally:
         hooks.stop()
     runner_hooks.log_stop(queue, stats)  # the one stop summary (docs/operations.md "Logging")

@@ -36,6 +36,7 @@ from durable_schedule.barriers import (
 )
 from durable_schedule.errors import InvalidArgument, InvalidConcurrency
 from durable_schedule.observability.metrics import instrumented_pass
+from durable_schedule.runner import committed
 from durable_schedule.runner.retry import run_with_retry
 from durable_schedule.work import clock
 from durable_schedule.work.outcome import AttemptOutcome, record_attempt_outcome
@@ -127,9 +128,14 @@ def process_work_pass(*, max_items: int = 100, lease_owner: str | None = None,
     ``stop()`` returning true ends the pass early.
     """
     tally: Counter = Counter()
-    _run_pass(tally, max_items=max_items, lease_owner=lease_owner, lease_seconds=lease_seconds,
-              batch=batch, heartbeat=heartbeat, stop=stop, using=using, concurrency=concurrency,
-              queues=queues, wait_budget=wait_budget)
+    try:
+        _run_pass(tally, max_items=max_items, lease_owner=lease_owner,
+                  lease_seconds=lease_seconds, batch=batch, heartbeat=heartbeat, stop=stop,
+                  using=using, concurrency=concurrency, queues=queues, wait_budget=wait_budget)
+    except BaseException as exc:
+        # What committed before the error is a fact: the loop that retries the pass adds it in.
+        committed.note(exc, _counts(tally).as_dict())
+        raise
     return _counts(tally)
 
 
@@ -150,12 +156,19 @@ def process_work_once(*, max_items: int = 100, **options) -> WorkPassCounts:
             left = max_items - spent["claimed"]
             if left > 0:
                 _run_pass(tally, max_items=left, **options)
+        except BaseException as exc:
+            committed.note(exc, _counts(tally).as_dict())  # this attempt's, for the metrics
+            raise
         finally:
             # Counted even when the attempt raised: what it claimed is spent.
             spent.update(tally)
         return _counts(tally)
 
-    run_with_retry("work.pass", attempt)
+    try:
+        run_with_retry("work.pass", attempt)
+    except BaseException as exc:
+        committed.note(exc, _counts(spent).as_dict())  # every attempt's, for the command
+        raise
     return _counts(spent)
 
 

@@ -25,7 +25,12 @@ from durable_schedule import conf
 from durable_schedule.errors import DurableError
 from durable_schedule.observability.logs import print_stop_summary
 from durable_schedule.processor import PassCounts, process_due, process_due_once
-from durable_schedule.processor.processor import default_lease_owner, validate_pass_arguments
+from durable_schedule.processor.processor import (
+    COUNT_FIELDS,
+    default_lease_owner,
+    validate_pass_arguments,
+)
+from durable_schedule.runner import committed
 from durable_schedule.runner.cli import add_runner_arguments, positive_int
 from durable_schedule.runner.pooler import check_prepared_statements
 
@@ -78,6 +83,13 @@ class Command(BaseCommand):
                 # are those of every attempt (process_due_once)
                 counts = process_due_once(options["max_schedules"], **pass_options)
             except (DurableError, DatabaseError) as exc:
+                done = committed.of(exc)  # what committed before the error, printed all the same
+                if done and verbosity >= 1:
+                    failed = PassCounts(**{k: v for k, v in done.items() if k in COUNT_FIELDS})
+                    self.stdout.write(f"pass {number} (failed): {_line(failed)}")
+                    if options["passes"] > 1:
+                        total += failed
+                        self.stdout.write(f"total: {_line(total)}")
                 raise CommandError(f"pass {number} failed: {_chain(exc)}") from exc
             total += counts
             if verbosity >= 1:
@@ -113,6 +125,9 @@ class Command(BaseCommand):
         try:
             stats = serve("schedule", run_once, lease_owner=owner)
         except (DurableError, DatabaseError) as exc:
+            ended = committed.loop_stats_of(exc)
+            if ended is not None:  # what committed before the error is still summed up
+                print_stop_summary(self.stdout, "schedule", ended, verbosity, failed=True)
             raise CommandError(f"schedule runner stopped: {_chain(exc)}") from exc
         print_stop_summary(self.stdout, "schedule", stats, verbosity)
 

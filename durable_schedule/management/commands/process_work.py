@@ -21,11 +21,13 @@ from django.db import DatabaseError
 from durable_schedule import work
 from durable_schedule.errors import DurableError
 from durable_schedule.observability.logs import print_stop_summary
+from durable_schedule.runner import committed
 from durable_schedule.runner.cli import add_runner_arguments, positive_int
 from durable_schedule.runner.pooler import check_prepared_statements
 from durable_schedule.work import passes as work_passes
 from durable_schedule.work.passes import validate_concurrency, validate_pass_arguments
 from durable_schedule.work.queues import validate_queues
+from durable_schedule.work.runtime import WorkPassCounts
 from durable_schedule.work.sizing import (
     DEFAULT_MAX_BATCH,
     WAIT_BUDGET_SECONDS,
@@ -105,6 +107,13 @@ class Command(BaseCommand):
             # what is left of --max-items (a bound on the whole run, retries included).
             counts = work_passes.process_work_once(**pass_options)
         except (DurableError, DatabaseError) as exc:
+            # What committed before the error is a fact: printed as on success.
+            ended = committed.loop_stats_of(exc)
+            if ended is not None:
+                print_stop_summary(self.stdout, "work", ended, options["verbosity"],
+                                   failed=True)
+            elif committed.of(exc) and options["verbosity"] >= 1:
+                self.stdout.write(str(WorkPassCounts(**committed.of(exc))))
             raise CommandError(f"process_work failed: {exc}") from exc
         if options["verbosity"] >= 1:
             self.stdout.write(str(counts))
