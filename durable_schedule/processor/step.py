@@ -98,6 +98,28 @@ def is_quarantinable(exc: BaseException) -> bool:
     return isinstance(exc, ScheduleError) and exc.context.get("phase") == "evaluate"
 
 
+def _still_claimed(cur, scope_id, claim: Claim, lease_owner: str, error: DurableError,
+                   base: dict):
+    """Re-lock a claimed schedule after its failed transaction rolled back: its fences, its
+    definition and its dispatch lease. Returns ``(ctx, definition, None)`` when the claim still
+    holds and the schedule is active, else ``(None, None, outcome)``: superseded (another
+    runner's lease) or a no-op (no longer active; the claim is finished). Raises ``error``
+    when the routing id no longer names a scope."""
+    if scope_id is None:
+        raise error
+    fences = records.lock_fences(cur, scope_id)
+    d = records.lock_definition(cur, scope_id, claim.schedule_id)
+    lease = run(cur, "lock_claimed_dispatch",
+                {"routing_id": claim.routing_id, "schedule_id": claim.schedule_id}).fetchone()
+    if lease is None or lease[0] != lease_owner or lease[1] != claim.dispatch_revision:
+        return None, None, ScheduleOutcome(**base, action="superseded")
+    ctx = _Ctx(cur, scope_id, claim, lease_owner, fences, d)
+    if d is None or d.state != "active":
+        ctx.finish_claim(None)
+        return None, None, ScheduleOutcome(**base, action="noop")
+    return ctx, d, None
+
+
 def quarantine_claim(claim: Claim, lease_owner: str, error: DurableError, *,
                      using: str | None = None) -> ScheduleOutcome:
     """Suspend the claimed schedule with reason ``unevaluable`` and the error as evidence, in a
@@ -106,18 +128,9 @@ def quarantine_claim(claim: Claim, lease_owner: str, error: DurableError, *,
     base = {"routing_id": claim.routing_id, "scope_id": None, "schedule_id": claim.schedule_id}
     with routed(claim.routing_id, using=using) as (cur, scope_id):
         base["scope_id"] = scope_id
-        if scope_id is None:
-            raise error
-        fences = records.lock_fences(cur, scope_id)
-        d = records.lock_definition(cur, scope_id, claim.schedule_id)
-        lease = run(cur, "lock_claimed_dispatch",
-                    {"routing_id": claim.routing_id, "schedule_id": claim.schedule_id}).fetchone()
-        if lease is None or lease[0] != lease_owner or lease[1] != claim.dispatch_revision:
-            return ScheduleOutcome(**base, action="superseded")
-        ctx = _Ctx(cur, scope_id, claim, lease_owner, fences, d)
-        if d is None or d.state != "active":
-            ctx.finish_claim(None)
-            return ScheduleOutcome(**base, action="noop")
+        ctx, d, early = _still_claimed(cur, scope_id, claim, lease_owner, error, base)
+        if early is not None:
+            return early
         evidence = {
             "code": error.code, "message": error.message,
             "context": {k: _jsonable(v) for k, v in error.context.items()
@@ -154,18 +167,9 @@ def hold_claim(claim: Claim, lease_owner: str, error: DurableError, retry_after:
     base = {"routing_id": claim.routing_id, "scope_id": None, "schedule_id": claim.schedule_id}
     with routed(claim.routing_id, using=using) as (cur, scope_id):
         base["scope_id"] = scope_id
-        if scope_id is None:
-            raise error
-        fences = records.lock_fences(cur, scope_id)
-        d = records.lock_definition(cur, scope_id, claim.schedule_id)
-        lease = run(cur, "lock_claimed_dispatch",
-                    {"routing_id": claim.routing_id, "schedule_id": claim.schedule_id}).fetchone()
-        if lease is None or lease[0] != lease_owner or lease[1] != claim.dispatch_revision:
-            return ScheduleOutcome(**base, action="superseded")
-        ctx = _Ctx(cur, scope_id, claim, lease_owner, fences, d)
-        if d is None or d.state != "active":
-            ctx.finish_claim(None)
-            return ScheduleOutcome(**base, action="noop")
+        ctx, d, early = _still_claimed(cur, scope_id, claim, lease_owner, error, base)
+        if early is not None:
+            return early
         retry_at = ctx.now() + retry_after
         ctx.finish_claim(retry_at)
     detail = {"code": error.code, "queue": error.context.get("queue"),
