@@ -121,6 +121,7 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
     unforced) is reported whatever the schema."""
     exact = schema_version is None or schema_version <= SCHEMA_VERSION
     problems: list[str] = []
+    memberships: list[str] = []
     for role in (RUNTIME_ROLE, DISPATCHER_ROLE):
         cur.execute(_q("role_flags"), (role,))
         row = cur.fetchone()
@@ -128,8 +129,17 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
             problems.append(f"role {role} is missing")
         elif row[0] or row[1]:
             problems.append(f"role {role} is superuser or bypasses row-level security")
+        else:
+            # No migration makes either role a member of another (the owner is a member *of*
+            # them). A membership brings the other role's privileges and its row-level
+            # security policies: the runtime as a member of the dispatcher reads every
+            # scope's dispatch rows through the dispatcher's policy, which no grant shows.
+            memberships.extend(f"role {role} is a member of role {granted}: it takes on "
+                               "that role's privileges and row-level security policies "
+                               f"(REVOKE {granted} FROM {role})" for granted in row[2])
     if problems:
         return problems
+    problems.extend(memberships)
     # Attached history partitions carry their own grants: the parent's contract applies.
     partitions = drift.history_partitions(cur)
     contract = dict(RUNTIME_GRANTS)
