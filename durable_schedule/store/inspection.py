@@ -205,6 +205,14 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
     for (fn,) in cur.fetchall():
         if fn.replace(" ", "") not in {f.replace(" ", "") for f in DISPATCHER_FUNCTIONS}:
             problems.append(f"{DISPATCHER_ROLE} may EXECUTE {fn}")
+    if exact:
+        # The runtime's SECURITY DEFINER functions are exactly its contract's: any other runs
+        # as the owner on the runtime's behalf (claim_schedule_dispatch would hand it the
+        # dispatcher's cross-scope claim). A newer schema may add some: its check says.
+        cur.execute(_q("definer_functions_executable"), (RUNTIME_ROLE,))
+        allowed = {f.replace(" ", "") for f in RUNTIME_FUNCTIONS}
+        problems.extend(f"{RUNTIME_ROLE} may EXECUTE the SECURITY DEFINER function {fn}"
+                        for (fn,) in cur.fetchall() if fn.replace(" ", "") not in allowed)
     return problems
 
 

@@ -57,3 +57,24 @@ def test_check__the_owners_membership_in_the_roles_is_the_contract():
         cur.execute("create role ds_probe_owner nologin; "
                     "grant durable_runtime, durable_dispatcher to ds_probe_owner")
     assert _problems() == []
+
+
+@pytest.mark.parametrize("function, definer", [
+    ("claim_schedule_dispatch(text, interval, integer)", True),
+    # SECURITY INVOKER: it runs with the runtime's own privileges, so it widens nothing.
+    ("durable_schedule_enter_routed(bigint)", False),
+])
+def test_check__reports_a_definer_function_the_runtime_may_execute_beyond_its_contract(
+        function, definer):
+    # claim_schedule_dispatch is SECURITY DEFINER: executable by the runtime it claims any
+    # scope's schedules for it, the dispatcher's surface. Only its contract's definer
+    # functions (claim_work_dispatch, durable_runner_beat) are the runtime's.
+    assert _problems() == []
+    with connection.cursor() as cur:
+        cur.execute("select prosecdef from pg_proc where oid = %s::regprocedure", [function])
+        assert cur.fetchone()[0] is definer
+        cur.execute(f"grant execute on function {function} to durable_runtime")
+    problems = _problems()
+    reported = any("durable_runtime may EXECUTE" in p and function.split("(")[0] in p
+                   for p in problems)
+    assert reported == definer, problems

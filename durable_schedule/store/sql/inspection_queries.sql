@@ -26,6 +26,13 @@ select p.oid::regprocedure::text
  where n.nspname = current_schema() and has_function_privilege(%s, p.oid, 'EXECUTE')
    and (p.proname like 'durable%%' or p.proname like '%%schedule%%' or p.proname like '%%work%%')
 
+-- name: definer_functions_executable -- SECURITY DEFINER functions of this schema a role may
+-- EXECUTE (they run as the owner: each one the role may call widens what it may do).
+select p.oid::regprocedure::text
+  from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+ where n.nspname = current_schema() and p.prosecdef and p.prorettype <> 'trigger'::regtype
+   and has_function_privilege(%s, p.oid, 'EXECUTE')
+
 -- name: public_functions -- store functions PUBLIC may EXECUTE (none may; schema >= 5).
 select f::text from durable_schedule_store_functions() as s(f)
  where has_function_privilege('public', f, 'EXECUTE')
