@@ -149,9 +149,19 @@ def metrics_port() -> int | None:
     return None if _get("METRICS_PORT") is None else _integer("METRICS_PORT")
 
 
+#: The shortest METRICS_TOKEN (docs/operations.md "Metrics").
+MIN_METRICS_TOKEN = 16
+
+
 def metrics_token() -> str | None:
+    """The metrics view's bearer token; None when unset *or when it breaks the rule* (a string
+    of at least MIN_METRICS_TOKEN characters). The settings check refuses such a value (E005),
+    but a process that never ran the checks (a WSGI worker) must not accept a guessable
+    token: it then serves staff only, as without a token."""
     value = _get("METRICS_TOKEN")
-    return None if value is None else str(value)
+    if not isinstance(value, str) or len(value) < MIN_METRICS_TOKEN:
+        return None
+    return value
 
 
 def autodiscover() -> bool:
@@ -240,7 +250,7 @@ def _validate_health() -> None:
         raise ValueError("DURABLE_SCHEDULE['RUNNER_DEAD_SECONDS'] must exceed HEARTBEAT_SECONDS "
                          "(a live runner would look dead between two beats)")
     token = _get("METRICS_TOKEN")
-    if token is not None and (not isinstance(token, str) or len(token) < 16):
+    if token is not None and (not isinstance(token, str) or len(token) < MIN_METRICS_TOKEN):
         raise ValueError("DURABLE_SCHEDULE['METRICS_TOKEN'] must be None or a string of at "
                          "least 16 characters")
     metrics_port()

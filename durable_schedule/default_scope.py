@@ -2,8 +2,8 @@
 
 Every public call that takes a scope as its first argument (``schedules.create`` / ``update`` /
 ``delete`` / ``release_after_recovery`` / ``suspend`` / ``get`` / ``list`` / ``occurrences`` /
-``produced_work``, ``work.enqueue`` / ``enqueue_many`` / ``get`` / ``list`` / ``record_proof`` /
-``resume`` / ``cancel``, and
+``produced_work``, ``work.enqueue`` / ``enqueue_many`` / ``get`` / ``list`` / ``attempts`` /
+``record_proof`` / ``resume`` / ``cancel``, and
 ``WorkDefinition.enqueue(scope=...)``) is wrapped by :func:`scope_optional`. The scope is
 omitted when the call names no ``scope`` and its arguments only fit the signature once a scope
 is put in front of them, or when it passes ``scope=None``. Then ``DURABLE_SCHEDULE

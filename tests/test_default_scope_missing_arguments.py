@@ -46,6 +46,7 @@ CALLS = {
     "work.enqueue": ("request", lambda: work.enqueue("t")),
     "work.enqueue_many": ("requests", lambda: work.enqueue_many("t")),
     "work.get": ("work_id", lambda: work.get("t")),
+    "work.attempts": ("work_id", lambda: work.attempts("t")),
 }
 
 

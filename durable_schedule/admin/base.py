@@ -17,6 +17,7 @@ from django.db.models import OuterRef, Subquery
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.http import urlencode
 
 from durable_schedule.admin import scoping
 from durable_schedule.admin.filters import bad_parameter, checked_text
@@ -34,10 +35,12 @@ def _rendered(response):
 
 
 def admin_link(model, pk, label, scope_id: str | None = None):
-    """A link to a change page, carrying ``?scope=`` so it reads in that scope under RLS."""
+    """A link to a change page, carrying ``?scope=`` so it reads in that scope under RLS. The
+    scope id is query-encoded: one with ``&``, ``+``, ``#`` or ``%`` would otherwise name
+    another scope."""
     url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[pk])
     if scope_id:
-        url += f"?{scoping.SCOPE_PARAM}={scope_id}"
+        url += f"?{urlencode({scoping.SCOPE_PARAM: scope_id})}"
     return format_html('<a href="{}">{}</a>', url, label)
 
 

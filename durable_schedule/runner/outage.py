@@ -31,7 +31,7 @@ from django.db import (
 )
 
 from durable_schedule import conf
-from durable_schedule.errors import RetriesExhausted
+from durable_schedule.errors import PoolerDropsPreparedStatements, RetriesExhausted
 from durable_schedule.runner import state
 from durable_schedule.runner.retry import sqlstate_of
 
@@ -58,6 +58,10 @@ def is_connection_loss(exc: BaseException) -> bool:
         if not isinstance(cur, RetriesExhausted):
             break
         cur = cur.__cause__
+    if isinstance(cur, PoolerDropsPreparedStatements):
+        # DS415 from a bind the server refused (08P01): the pooler's fault, not an outage to
+        # ride out; it says what to change.
+        return False
     state_ = sqlstate_of(cur)
     if state_ is not None:
         return state_.startswith("08") or state_ in _CONNECTION_SQLSTATES

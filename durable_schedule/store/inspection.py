@@ -121,6 +121,7 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
     unforced) is reported whatever the schema."""
     exact = schema_version is None or schema_version <= SCHEMA_VERSION
     problems: list[str] = []
+    memberships: list[str] = []
     for role in (RUNTIME_ROLE, DISPATCHER_ROLE):
         cur.execute(_q("role_flags"), (role,))
         row = cur.fetchone()
@@ -128,8 +129,17 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
             problems.append(f"role {role} is missing")
         elif row[0] or row[1]:
             problems.append(f"role {role} is superuser or bypasses row-level security")
+        else:
+            # No migration makes either role a member of another (the owner is a member *of*
+            # them). A membership brings the other role's privileges and its row-level
+            # security policies: the runtime as a member of the dispatcher reads every
+            # scope's dispatch rows through the dispatcher's policy, which no grant shows.
+            memberships.extend(f"role {role} is a member of role {granted}: it takes on "
+                               "that role's privileges and row-level security policies "
+                               f"(REVOKE {granted} FROM {role})" for granted in row[2])
     if problems:
         return problems
+    problems.extend(memberships)
     # Attached history partitions carry their own grants: the parent's contract applies.
     partitions = drift.history_partitions(cur)
     contract = dict(RUNTIME_GRANTS)
@@ -195,6 +205,14 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
     for (fn,) in cur.fetchall():
         if fn.replace(" ", "") not in {f.replace(" ", "") for f in DISPATCHER_FUNCTIONS}:
             problems.append(f"{DISPATCHER_ROLE} may EXECUTE {fn}")
+    if exact:
+        # The runtime's SECURITY DEFINER functions are exactly its contract's: any other runs
+        # as the owner on the runtime's behalf (claim_schedule_dispatch would hand it the
+        # dispatcher's cross-scope claim). A newer schema may add some: its check says.
+        cur.execute(_q("definer_functions_executable"), (RUNTIME_ROLE,))
+        allowed = {f.replace(" ", "") for f in RUNTIME_FUNCTIONS}
+        problems.extend(f"{RUNTIME_ROLE} may EXECUTE the SECURITY DEFINER function {fn}"
+                        for (fn,) in cur.fetchall() if fn.replace(" ", "") not in allowed)
     return problems
 
 

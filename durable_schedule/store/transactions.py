@@ -127,6 +127,16 @@ class _PreparingCursor:
             raise PoolerDropsPreparedStatements(
                 "the server session does not keep this connection's prepared statements "
                 f"({str(exc).strip()})") from exc
+        except psycopg.errors.ProtocolViolation as exc:
+            # 'bind message supplies 1 parameters, but prepared statement "_pg3_0" requires
+            # 2': the name this connection prepared is another client's statement on this
+            # server session. Not the connection loss its SQLSTATE class (08) suggests: the
+            # same pooler fault as above (a statement of the same shape would even run).
+            if 'prepared statement "_pg3_' not in str(exc):
+                raise
+            raise PoolerDropsPreparedStatements(
+                "the server session holds another client's prepared statement under this "
+                f"connection's name ({str(exc).strip()})") from exc
         return self
 
     @property

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from durable_schedule.default_scope import scope_optional
 from durable_schedule.errors import WorkNotFound
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import scoped
@@ -54,12 +55,14 @@ class AttemptInfo:
         return None if self.error is None else self.error.get("traceback")
 
 
+@scope_optional
 def attempts(scope: str, work_id: uuid.UUID | str, *,
              using: str | None = None) -> list[AttemptInfo]:
     """Every admitted attempt of one Work of ``scope``, oldest first; WorkNotFound (DS210) when
-    the scope has no such Work. A Work that was never admitted has no attempts."""
+    the scope has no such Work. A Work that was never admitted has no attempts. A read: it
+    writes nothing and never creates the scope (docs/security.md "Reads never create scopes")."""
     wid = _uuid(work_id, "work_id")
-    with scoped(scope, using=using) as cur:
+    with scoped(scope, using=using, create=False) as cur:
         cur.execute(query(_QUERIES, "attempts"), {"scope_id": scope, "work_id": wid})
         found = cur.fetchall()
         if not found:

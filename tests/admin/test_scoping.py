@@ -216,3 +216,45 @@ def test_binding_rls__links_from_a_scoped_list_open_in_that_scope(client, superu
     response = client.get(links[0].replace("&amp;", "&"))
     assert response.status_code == 200
     assert response.context["original"].scope_id == "tenant-b"
+
+
+
+#: A valid scope id with the characters a query string gives a meaning to (``&`` starts another
+#: parameter, ``+`` is a space, ``#`` ends the query, ``%`` starts an escape).
+QUERY_SYNTAX_SCOPE = "r&d+ops #1 100%"
+
+
+@pytest.fixture
+def query_syntax_work(two_scopes):
+    """A Work (with an occurrence, a permit, history and a dispatch row) in QUERY_SYNTAX_SCOPE,
+    seeded as the owner before ``rls_bound_owner`` binds the rest of the test."""
+    from tests.admin.conftest import T0, seed_occurrence, seed_work
+
+    occurrence = seed_occurrence(QUERY_SYNTAX_SCOPE, "nightly", T0)
+    return seed_work(QUERY_SYNTAX_SCOPE, occurrence=occurrence, permits=(None,))
+
+
+@pytest.fixture
+def bound_with_query_syntax_work(query_syntax_work, rls_bound_owner):
+    return query_syntax_work
+
+
+@pytest.mark.parametrize("model", ["occurrence", "workhistory", "workpermit", "workdispatch"])
+def test_binding_rls__row_links_carry_a_scope_id_with_query_syntax_intact(
+        client, superuser, bound_with_query_syntax_work, model):
+    # The links to a row's Work carried ?scope=<id> unencoded: a scope id with "&", "+", "#"
+    # or "%" opened the Work page in another scope ("r"), where the row does not exist.
+    import html
+    import re
+    from urllib.parse import urlencode
+
+    client.force_login(superuser)
+    listing = client.get(changelist(model) + "?" + urlencode({"scope": QUERY_SYNTAX_SCOPE}))
+    assert listing.status_code == 200
+    links = re.findall(r'href="(/admin/durable_schedule/work/\d+/change/\?[^"]+)"',
+                       listing.content.decode())
+    assert links, "the list links its rows' Work"
+    response = client.get(html.unescape(links[0]))
+    assert response.status_code == 200, response
+    assert response.context["original"].pk == bound_with_query_syntax_work["pk"]
+    assert response.context["durable_scope"] == QUERY_SYNTAX_SCOPE

@@ -134,6 +134,18 @@ def test_view__refuses_anonymous_and_wrong_token_serves_staff_and_token(client, 
     assert client.get(url).status_code == 403
 
 
+@pytest.mark.parametrize("bad", ["short", "0123456789abcde", 1234567890123456789])
+def test_view__a_token_breaking_the_rule_admits_nobody_by_token(client, clock, bad):
+    # The settings check refuses such a token (E005), but a process that never ran the checks
+    # (a WSGI worker) used it: "Bearer short" was served. Fail closed: staff only.
+    url = "/durable/metrics"
+    with override_settings(DURABLE_SCHEDULE={"METRICS_TOKEN": bad}):
+        assert client.get(url, HTTP_AUTHORIZATION=f"Bearer {bad}").status_code == 403
+        staff = User.objects.create_user("ops", is_staff=True)
+        client.force_login(staff)
+        assert client.get(url).status_code == 200
+
+
 def test_status_command__metrics_prints_the_exposition(clock):
     out = StringIO()
     call_command("durable_status", "--metrics", stdout=out)

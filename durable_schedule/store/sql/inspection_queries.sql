@@ -6,8 +6,14 @@ select to_regclass('durable_schedule_store') is not null
 -- name: store_row -- schema version, compatibility floor and runtime epoch.
 select schema_version, compatibility_floor, runtime_epoch from durable_schedule_store
 
--- name: role_flags -- a role's superuser and bypassrls flags (no row: missing).
-select rolsuper, rolbypassrls from pg_roles where rolname = %s
+-- name: role_flags -- a role's superuser and bypassrls flags (no row: missing), and the roles
+-- it is a member of (the contract: none; a membership brings that role's privileges and RLS
+-- policies with it).
+select r.rolsuper, r.rolbypassrls,
+       array(select g.rolname::text from pg_auth_members m
+               join pg_roles g on g.oid = m.roleid
+              where m.member = r.oid order by 1)
+  from pg_roles r where r.rolname = %s
 
 -- name: dispatcher_visible_columns -- dispatch columns the dispatcher may SELECT.
 select a.attname from pg_attribute a
@@ -19,6 +25,13 @@ select p.oid::regprocedure::text
   from pg_proc p join pg_namespace n on n.oid = p.pronamespace
  where n.nspname = current_schema() and has_function_privilege(%s, p.oid, 'EXECUTE')
    and (p.proname like 'durable%%' or p.proname like '%%schedule%%' or p.proname like '%%work%%')
+
+-- name: definer_functions_executable -- SECURITY DEFINER functions of this schema a role may
+-- EXECUTE (they run as the owner: each one the role may call widens what it may do).
+select p.oid::regprocedure::text
+  from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+ where n.nspname = current_schema() and p.prosecdef and p.prorettype <> 'trigger'::regtype
+   and has_function_privilege(%s, p.oid, 'EXECUTE')
 
 -- name: public_functions -- store functions PUBLIC may EXECUTE (none may; schema >= 5).
 select f::text from durable_schedule_store_functions() as s(f)
