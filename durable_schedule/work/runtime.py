@@ -38,7 +38,7 @@ from durable_schedule.barriers import (
     barrier,
 )
 from durable_schedule.errors import InvalidArgument, InvalidLease, LeaseLost, SchemaBelowFloor
-from durable_schedule.evaluation.policy import MAX_INSTANT, bounded_add, lease_expiry
+from durable_schedule.evaluation.policy import lease_expiry
 from durable_schedule.observability.metrics import timed_claim
 from durable_schedule.observability.tracing import traced_attempt
 from durable_schedule.runner.retry import run_with_retry
@@ -265,7 +265,13 @@ def _renew(routing_id: int, work_ref: int, reconciling: bool, using: str,
                             work_id=str(ctx.work_id))
         retry = row.policy.retry
         if reconciling:
-            expires = bounded_add(row.now, retry.lease_duration, MAX_INSTANT)
+            # Not capped by the deadline (reconciliation may run after it), but by the maximum
+            # lease lifetime counted from the reconciliation's start (``ctx.admitted_at``), as
+            # an attempt's lease is from its start: a reconciler that never returns stops
+            # being renewed, is cancelled at its lease end (an async one fails with DS226: the
+            # Work is suspended for an operator) and the lease can be taken over.
+            expires = lease_expiry(row.now, retry.lease_duration, ctx.admitted_at,
+                                   retry.maximum_lease_lifetime, None)
         else:
             expires = lease_expiry(row.now, retry.lease_duration, row.attempt_started_at,
                                    retry.maximum_lease_lifetime, row.execution_deadline)
