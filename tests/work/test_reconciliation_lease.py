@@ -70,7 +70,6 @@ def test_reconciliation_lease__renewals_stop_at_the_maximum_lease_lifetime(clock
 def test_reconciliation_lease__a_capped_lease_is_taken_over_and_the_late_verdict_fenced(
         clock, crashed):
     work_id, state = crashed
-    start = T0 + MIN
     verdicts = []
 
     def hung_then_not_applied(ctx, payload):
