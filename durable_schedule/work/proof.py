@@ -159,7 +159,8 @@ def cancel(scope: str, work_id: uuid.UUID | str, *, actor: str,
         row = _locked(cur, scope, wid)
         if row.state == CANCELED:
             return row.state
-        lapsed = row.state == RUNNING and row.lease_expires_at <= row.now
+        lapsed = row.state == RUNNING and (row.lease_expires_at is None
+                                           or row.lease_expires_at <= row.now)
         if row.state not in (PENDING, SUSPENDED) and not lapsed:
             raise WorkStateConflict("only pending or suspended Work, or running Work whose "
                                     "lease has ended, can be canceled", state=row.state,
