@@ -72,3 +72,30 @@ def test_result__a_too_large_result_fails_its_attempt_and_the_batch_commits(cloc
     assert work_row(small, "state", "result") == ("succeeded", '{"ok": true}')
     state, error = work_row(big, "state", "last_error")
     assert state == "pending" and '"code": "DS250"' in error
+
+
+def test_enqueue_many__payloads_over_the_bound_together_refuse_the_call(clock, touch):
+    half = "h" * (codec.MAX_JSON_BYTES // 2)  # each payload alone is under the bound
+    requests = [touch.request(command=f"c-{i}", idempotency_key="k", payload={"a": half})
+                for i in range(2)]
+    with pytest.raises(PayloadTooLarge) as refused:
+        work.enqueue_many("tenant-a", requests)
+    assert refused.value.context["requests"] == 2
+    assert count("durable_work") == 0
+    # The same identity twice in one call is one Work: it is counted once.
+    assert [a.created for a in work.enqueue_many("tenant-a", [requests[0], requests[0]])] == [
+        True, True]
+
+
+def test_enqueue_many__a_call_jsonb_cannot_hold_is_refused_before_it_is_sent(clock, touch):
+    # Nine payloads of 30 MiB: each under the bound, together more than PostgreSQL stores in
+    # the call's one jsonb parameter (before: a raw database error in the caller's transaction).
+    text = "n" * (30 * 1024 * 1024)
+    requests = [touch.request(command=f"c-{i}", idempotency_key="k", payload={"a": text})
+                for i in range(9)]
+    with transaction.atomic():
+        with pytest.raises(PayloadTooLarge):
+            work.enqueue_many("tenant-a", requests)
+        with connection.cursor() as cur:
+            cur.execute("select count(*) from durable_work")
+            assert cur.fetchone() == (0,)
