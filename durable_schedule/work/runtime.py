@@ -184,12 +184,15 @@ def release(claims: list[Claim], opts: Options) -> int:
     return released
 
 
-def process_one(claim: Claim, opts: Options, tally: Counter) -> None:
+def process_one(claim: Claim, opts: Options, tally: Counter, stop=None) -> None:
     """The per-item path: admit, invoke or reconcile, record -- each its own transaction.
 
     Each transaction of the row is retried on its own under the claim or lease it still holds
     (a whole-pass retry would find the row leased and claim nothing, issue 11 item 6); the
-    executor and the reconciler in between are never re-run by a retry."""
+    executor and the reconciler in between are never re-run by a retry. ``stop``: the pass's
+    stop callable; an attempt admitted when it has turned true (by a ``NotApplied`` verdict, or
+    while the admission ran) is handed back, not started: a stopping worker starts no new
+    attempt (docs/work.md "Concurrency")."""
     identity = {"routing_id": claim.routing_id, "work_ref": claim.work_ref}
     try:
         # The local budget starts before the admission statement is sent (docs/work.md "The
@@ -199,9 +202,12 @@ def process_one(claim: Claim, opts: Options, tally: Counter) -> None:
                                 identity=identity)
         while action is not None:
             if isinstance(action, Invoke):
-                barrier(WORK_PERMIT_AFTER_COMMIT)
-                outcome = invoke(action, opts, origin)
-                barrier(WORK_EFFECT_BEFORE_OUTCOME)
+                if stop is not None and stop():
+                    outcome = AttemptOutcome("handed_back")
+                else:
+                    barrier(WORK_PERMIT_AFTER_COMMIT)
+                    outcome = invoke(action, opts, origin)
+                    barrier(WORK_EFFECT_BEFORE_OUTCOME)
                 tally.update(run_with_retry(
                     "work.outcome", partial(record_attempt_outcome, action, outcome, opts.owner,
                                             opts.using), identity=identity))
