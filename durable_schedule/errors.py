@@ -493,6 +493,15 @@ class InvalidWaitBudget(WorkError):
     )
 
 
+# DS250-DS252: bounds of the Work runtime (docs/work.md "Accepting Work").
+class PayloadTooLarge(PayloadNotEncodable):
+    code = "DS250"
+    next_action = (
+        "Keep a payload or result under 32 MiB of canonical JSON: store big data elsewhere (a "
+        "table, an object store) and pass its key (docs/work.md \"Accepting Work\")."
+    )
+
+
 # ---------------------------------------------------------------- DS3xx security
 class SecurityError(DurableError):
     code = "DS300"

@@ -17,9 +17,16 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from durable_schedule.errors import PayloadNotEncodable
+from durable_schedule.errors import PayloadNotEncodable, PayloadTooLarge
 
 _MAX_DEPTH = 64
+#: The largest canonical JSON (UTF-8 bytes) a payload or result may have (DS250). PostgreSQL
+#: refuses a ``jsonb`` value -- one string, or the whole document -- above 268,435,455 bytes,
+#: and the binary form of a JSON text can be about six times the text (an array of one-digit
+#: numbers). At 32 MiB every value that passes is storable, so a larger one is refused here,
+#: before anything is written, instead of failing the caller's statement (or an outcome's group
+#: commit) with a database error.
+MAX_JSON_BYTES = 32 * 1024 * 1024
 
 
 @runtime_checkable
@@ -98,9 +105,12 @@ _ENCODE_CHUNKS = None if _c_make_encoder is None or _c_string is None else _c_ma
 _SCAN = json.JSONDecoder().scan_once
 
 
-def canonical_text_and_bytes(value: Any, field: str = "payload") -> tuple[str, bytes]:
+def canonical_text_and_bytes(value: Any, field: str = "payload", *,
+                             limit: int | None = MAX_JSON_BYTES) -> tuple[str, bytes]:
     """The canonical JSON text of ``value`` (sorted keys, compact, UTF-8 safe) and its UTF-8
-    bytes (the encoding that proves the text UTF-8 safe is the one the fingerprint hashes)."""
+    bytes (the encoding that proves the text UTF-8 safe is the one the fingerprint hashes).
+    More than ``limit`` bytes raise PayloadTooLarge (DS250); ``None`` for values that are
+    not stored as one ``jsonb`` (a hash key)."""
     _check(value, field)
     try:
         text = _CANONICAL.encode(value) if _ENCODE_CHUNKS is None else "".join(
@@ -108,12 +118,16 @@ def canonical_text_and_bytes(value: Any, field: str = "payload") -> tuple[str, b
         data = text.encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
         raise PayloadNotEncodable(f"{field} is not encodable as JSON: {exc}") from None
+    if limit is not None and len(data) > limit:
+        raise PayloadTooLarge(f"{field} is {len(data)} bytes of canonical JSON, more than "
+                              f"the {limit} a Work can store", size=len(data), limit=limit)
     return text, data
 
 
-def canonical_json(value: Any, field: str = "payload") -> str:
+def canonical_json(value: Any, field: str = "payload", *,
+                   limit: int | None = MAX_JSON_BYTES) -> str:
     """The canonical JSON text of ``value`` (sorted keys, compact, UTF-8 safe)."""
-    return canonical_text_and_bytes(value, field)[0]
+    return canonical_text_and_bytes(value, field, limit=limit)[0]
 
 
 def canonical_bytes(value: Any, field: str = "payload") -> bytes:
@@ -126,9 +140,10 @@ def from_canonical(text: str) -> Any:
     return _SCAN(text, 0)[0]
 
 
-def json_value(value: Any, field: str = "payload") -> Any:
+def json_value(value: Any, field: str = "payload", *,
+               limit: int | None = MAX_JSON_BYTES) -> Any:
     """A detached copy of ``value`` as plain JSON types (tuples become lists)."""
-    return from_canonical(canonical_json(value, field))
+    return from_canonical(canonical_json(value, field, limit=limit))
 
 
 def loads(data: Any) -> Any:

@@ -156,7 +156,7 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
             if stopping(stop):
                 local["released"] += release([claim], opts)
             else:
-                process_one(claim, opts, local)
+                process_one(claim, opts, local, stop)
             done.put(("item", None, local))
         except BaseException as exc:  # noqa: BLE001 -- reported to the pipeline, re-raised
             done.put(("error", None, exc))

@@ -254,7 +254,8 @@ def start_reconciliation(cur, routing_id: int, row: WorkRow, owner: str, tally: 
     """Take a reconciliation lease for the most recent unresolved admitted permit.
 
     Reconciliation may run after the admission cutoff (docs/protocol/work.md): it judges a past
-    effect and never admits anything by itself, so its lease is not capped by the deadline.
+    effect and never admits anything by itself, so its lease is not capped by the deadline; its
+    renewals are capped by the maximum lease lifetime counted from this start (runtime._renew).
     """
     definition = lookup(row.work_name, row.work_version)
     if definition is None:

@@ -44,6 +44,7 @@ from durable_schedule.errors import (
     DueAfterDeadline,
     InvalidArgument,
     InvalidIdentifier,
+    PayloadTooLarge,
     PlannedWorkWithDueTime,
 )
 from durable_schedule.evaluation.fingerprint import Fingerprint, fingerprint
@@ -271,6 +272,18 @@ def enqueue(scope: str, request: WorkRequest, *, using: str | None = None) -> Ac
     return sent.results()[0]
 
 
+def refuse_oversized(items) -> None:
+    """The call's payloads travel in one ``jsonb`` parameter, which PostgreSQL refuses above
+    268,435,455 bytes: their canonical JSON together is bounded like one payload's (DS250,
+    docs/work.md "Accepting Work"), so an oversized call is refused before anything is sent."""
+    total = sum(len(request.__dict__["_payload_bytes"]) for request, _ in items)
+    if total > codec.MAX_JSON_BYTES:
+        raise PayloadTooLarge(
+            f"the payloads of one enqueue_many call are {total} bytes of canonical JSON "
+            f"together, more than {codec.MAX_JSON_BYTES}: split the call", size=total,
+            limit=codec.MAX_JSON_BYTES, requests=len(items))
+
+
 @scope_optional
 def enqueue_many(scope: str, requests: Iterable[WorkRequest], *,
                  using: str | None = None) -> list[AcceptedWork]:
@@ -280,6 +293,7 @@ def enqueue_many(scope: str, requests: Iterable[WorkRequest], *,
     batch = _requests(requests)
     refuse_unrunnable(batch, batch=True)
     prepared = acceptance.prepare(scope, batch)
+    refuse_oversized(prepared.items)
     with statement_cursor(using=using) as cur:
         sent = prepared.send(cur, enter=True)
     return sent.results()

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from durable_schedule.default_scope import scope_optional
-from durable_schedule.errors import InvalidArgument, WorkNotFound
+from durable_schedule.errors import DurableError, InvalidArgument, WorkNotFound
 from durable_schedule.evaluation.fingerprint import SCHEMA_V1
 from durable_schedule.evaluation.policy import (
     AttemptPlan,
@@ -92,12 +92,20 @@ def _info(row: tuple) -> WorkInfo:
      started, result, last_error, suspension, closed_at, closed_reason, reached_at,
      occurrence, finished_at, updated_at) = row
     execution = None
+    policy = None
     if schema != SCHEMA_V1:
-        plan_json = codec.loads(plan)
-        policy = ExecutionPolicy(
-            retry=RetryPolicy.from_json(codec.loads(retry)),
-            plan=None if plan_json is None else AttemptPlan.from_json(plan_json),
-        )
+        try:
+            plan_json = codec.loads(plan)
+            policy = ExecutionPolicy(
+                retry=RetryPolicy.from_json(codec.loads(retry)),
+                plan=None if plan_json is None else AttemptPlan.from_json(plan_json),
+            )
+        except DurableError:
+            # A stored policy snapshot that cannot be read (changed by SQL): the runtime
+            # suspends such Work (``unevaluable_policy``); inspection still shows the row,
+            # without a timing projection, so one tampered row never hides a whole page.
+            policy = None
+    if policy is not None:
         current = attempt - 1 if policy.plan is not None and attempt >= 1 else None
         execution = ExecutionSnapshot(
             policy=policy,

@@ -255,7 +255,7 @@ def run_deferred(claims, opts: Options, stop, tally: Counter) -> None:
         if stopping(stop):
             tally["released"] += release(claims[i:], opts)
             return
-        process_one(claim, opts, tally)
+        process_one(claim, opts, tally, stop)
 
 
 def commit_outcomes(results, opts: Options, tally: Counter) -> None:

@@ -40,6 +40,7 @@ from durable_schedule.work.enqueue import identifier
 from durable_schedule.work.rows import (
     CANCELED,
     PENDING,
+    RUNNING,
     SUCCEEDED,
     SUSPENDED,
     WorkRow,
@@ -148,17 +149,29 @@ def resume(scope: str, work_id: uuid.UUID | str, *, actor: str,
 @scope_optional
 def cancel(scope: str, work_id: uuid.UUID | str, *, actor: str,
            using: str | None = None) -> str:
-    """Cancel pending or suspended Work (terminal ``canceled``). Running Work is refused: wait
-    for its attempt to end (or its lease to expire). Canceling canceled Work changes nothing."""
+    """Cancel pending or suspended Work (terminal ``canceled``), or running Work whose lease has
+    ended by the database clock (its holder crashed or stalled: no worker recovered it yet).
+    Running Work under a live lease is refused: wait for its attempt to end (or its lease to
+    expire). Canceling canceled Work changes nothing."""
     identifier(actor, "actor")
     wid = _work_id(work_id)
     with scoped(scope, using=using) as cur:
         row = _locked(cur, scope, wid)
         if row.state == CANCELED:
             return row.state
-        if row.state not in (PENDING, SUSPENDED):
-            raise WorkStateConflict("only pending or suspended Work can be canceled",
-                                    state=row.state, work_id=str(wid))
-        row = transition(cur, row, event="canceled", actor=actor, detail={}, state=CANCELED,
-                         finished_at=row.now, dispatch="delete")
+        lapsed = row.state == RUNNING and (row.lease_expires_at is None
+                                           or row.lease_expires_at <= row.now)
+        if row.state not in (PENDING, SUSPENDED) and not lapsed:
+            raise WorkStateConflict("only pending or suspended Work, or running Work whose "
+                                    "lease has ended, can be canceled", state=row.state,
+                                    work_id=str(wid), lease_expires_at=row.lease_expires_at)
+        detail: dict[str, Any] = {}
+        if lapsed:
+            # The lease holder's outcome, should it still arrive, is fenced (its lease no longer
+            # holds the Work); an unresolved permit stays unresolved: nobody knows its effect.
+            detail = {"lease_owner": row.lease_owner, "lease_expires_at": row.lease_expires_at,
+                      "unresolved_permit_no": row.open_permit_no}
+        row = transition(cur, row, event="canceled", actor=actor, detail=detail,
+                         state=CANCELED, finished_at=row.now, dispatch="delete",
+                         lease_owner=None, lease_expires_at=None)
     return row.state

@@ -38,7 +38,7 @@ from durable_schedule.barriers import (
     barrier,
 )
 from durable_schedule.errors import InvalidArgument, InvalidLease, LeaseLost, SchemaBelowFloor
-from durable_schedule.evaluation.policy import MAX_INSTANT, bounded_add, lease_expiry
+from durable_schedule.evaluation.policy import lease_expiry
 from durable_schedule.observability.metrics import timed_claim
 from durable_schedule.observability.tracing import traced_attempt
 from durable_schedule.runner.retry import run_with_retry
@@ -184,12 +184,15 @@ def release(claims: list[Claim], opts: Options) -> int:
     return released
 
 
-def process_one(claim: Claim, opts: Options, tally: Counter) -> None:
+def process_one(claim: Claim, opts: Options, tally: Counter, stop=None) -> None:
     """The per-item path: admit, invoke or reconcile, record -- each its own transaction.
 
     Each transaction of the row is retried on its own under the claim or lease it still holds
     (a whole-pass retry would find the row leased and claim nothing, issue 11 item 6); the
-    executor and the reconciler in between are never re-run by a retry."""
+    executor and the reconciler in between are never re-run by a retry. ``stop``: the pass's
+    stop callable; an attempt admitted when it has turned true (by a ``NotApplied`` verdict, or
+    while the admission ran) is handed back, not started: a stopping worker starts no new
+    attempt (docs/work.md "Concurrency")."""
     identity = {"routing_id": claim.routing_id, "work_ref": claim.work_ref}
     try:
         # The local budget starts before the admission statement is sent (docs/work.md "The
@@ -199,9 +202,12 @@ def process_one(claim: Claim, opts: Options, tally: Counter) -> None:
                                 identity=identity)
         while action is not None:
             if isinstance(action, Invoke):
-                barrier(WORK_PERMIT_AFTER_COMMIT)
-                outcome = invoke(action, opts, origin)
-                barrier(WORK_EFFECT_BEFORE_OUTCOME)
+                if stop is not None and stop():
+                    outcome = AttemptOutcome("handed_back")
+                else:
+                    barrier(WORK_PERMIT_AFTER_COMMIT)
+                    outcome = invoke(action, opts, origin)
+                    barrier(WORK_EFFECT_BEFORE_OUTCOME)
                 tally.update(run_with_retry(
                     "work.outcome", partial(record_attempt_outcome, action, outcome, opts.owner,
                                             opts.using), identity=identity))
@@ -265,7 +271,13 @@ def _renew(routing_id: int, work_ref: int, reconciling: bool, using: str,
                             work_id=str(ctx.work_id))
         retry = row.policy.retry
         if reconciling:
-            expires = bounded_add(row.now, retry.lease_duration, MAX_INSTANT)
+            # Not capped by the deadline (reconciliation may run after it), but by the maximum
+            # lease lifetime counted from the reconciliation's start (``ctx.admitted_at``), as
+            # an attempt's lease is from its start: a reconciler that never returns stops
+            # being renewed, is cancelled at its lease end (an async one fails with DS226: the
+            # Work is suspended for an operator) and the lease can be taken over.
+            expires = lease_expiry(row.now, retry.lease_duration, ctx.admitted_at,
+                                   retry.maximum_lease_lifetime, None)
         else:
             expires = lease_expiry(row.now, retry.lease_duration, row.attempt_started_at,
                                    retry.maximum_lease_lifetime, row.execution_deadline)

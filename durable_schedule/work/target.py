@@ -84,7 +84,7 @@ class WorkTarget:
                                       got=after)
 
     def __hash__(self) -> int:
-        return hash(codec.canonical_json(self.to_json(), "target"))
+        return hash(codec.canonical_json(self.to_json(), "target", limit=None))
 
     @property
     def policy(self) -> ExecutionPolicy | None:
@@ -111,7 +111,8 @@ class WorkTarget:
             stored["queue"] = self.queue
         if self.priority != DEFAULT_PRIORITY:
             stored["priority"] = self.priority
-        return codec.json_value(stored, "target")
+        # The payload was bounded when the target was made; the snapshot around it is not.
+        return codec.json_value(stored, "target", limit=None)
 
     @classmethod
     def from_json(cls, d: Any) -> WorkTarget:
