@@ -174,14 +174,27 @@ def _parameter(items: list) -> str:
     fresh = _random_ids(sum(1 for request, _ in items if request.work_id is None))
     single = len(items) == 1
     sets: dict[str, int] = {}
+    last = last_fp = None
+    last_common = ""
     for position, (request, source_id) in enumerate(items):
         fp = request.fingerprint
-        common = _shared_members(request, fp)
-        if not single:
-            index = sets.get(common)
-            if index is None:
-                index = sets[common] = len(sets)
-            common = f'"shared":{index}'
+        if (last is not None and request.work_name is last.work_name
+                and request.work_version is last.work_version
+                and request.provider_safety is last.provider_safety
+                and fp.schema is last_fp.schema and request.policy is last.policy
+                and request.deadline is last.deadline and request.due_at is last.due_at
+                and request.queue is last.queue and request.priority is last.priority):
+            # the very objects the previous item's shared members were made from (requests
+            # of one definition in a row): the same members, the same set
+            common = last_common
+        else:
+            common = _shared_members(request, fp)
+            if not single:
+                index = sets.get(common)
+                if index is None:
+                    index = sets[common] = len(sets)
+                common = f'"shared":{index}'
+            last, last_fp, last_common = request, fp, common
         explicit = request.work_id is not None
         out.append(
             f'{{"item":{position},"work_id":"{str(request.work_id) if explicit else fresh.pop()}",'
