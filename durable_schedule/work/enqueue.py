@@ -224,7 +224,7 @@ def new_request(command_id: str, idempotency_key: str, work_name: str, work_vers
     return request
 
 __all__ = ["AcceptedWork", "WorkRequest", "accept_in_scope", "accept_many_in_scope", "enqueue",
-           "enqueue_many", "identifier", "new_request"]
+           "enqueue_many", "identifier"]
 
 
 def _requests(value: object) -> list[WorkRequest]:
