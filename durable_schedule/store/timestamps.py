@@ -9,7 +9,12 @@ row; docs/benchmarks.md "Batched schedule passes, profiled").
 
 The loader here gives the same value: the C ``TimestamptzLoader`` (the same algorithm, the
 result in the session's time zone), then the same ``.replace(tzinfo=...)`` Django applies.
-The C class cannot be subclassed, so it is wrapped. Without the C implementation there is
+The C class cannot be subclassed, so it is wrapped. Each loader instance also remembers the
+last text it loaded and its value: the rows of one answer often repeat a timestamp (every Work
+created by one ``enqueue_many`` has the same ``accepted_at``), and the C loader's answer for a
+text is fixed for the instance (it takes the session's time zone when it is made), so a repeat
+is the same value without parsing it again. An empty text is never a timestamp, so the initial
+entry never matches; the entry is one tuple, replaced whole. Without the C implementation there is
 nothing to gain and :func:`loader_for` returns None (the caller keeps Django's loader).
 tests/store/test_timestamp_loader.py compares the two over random instants and session zones.
 """
@@ -44,14 +49,21 @@ def loader_for(timezone: Any) -> type | None:
         return None
 
     class RuntimeTzLoader(Loader):
-        """C ``timestamptz`` parsing, then Django's ``replace(tzinfo=timezone)``."""
+        """C ``timestamptz`` parsing, then Django's ``replace(tzinfo=timezone)``; the last
+        value is remembered with its text (see the module docstring)."""
 
         def __init__(self, oid: int, context: Any = None) -> None:
             super().__init__(oid, context)
             self._load = native(oid, context).load
+            self._last: tuple[bytes, Any] = (b"", None)
 
         def load(self, data: Any) -> Any:
-            return self._load(data).replace(tzinfo=timezone)
+            last = self._last
+            if data == last[0]:
+                return last[1]
+            value = self._load(data).replace(tzinfo=timezone)
+            self._last = (bytes(data), value)
+            return value
 
     RuntimeTzLoader.timezone = timezone  # as Django's SpecificTzLoader exposes it
     return RuntimeTzLoader

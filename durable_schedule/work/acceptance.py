@@ -20,7 +20,7 @@ import json
 import os
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -52,6 +52,24 @@ class AcceptedWork:
     state: str
     accepted_at: datetime
     created: bool
+
+
+_new_object = object.__new__
+if tuple(f.name for f in fields(AcceptedWork)) != (
+        "work_id", "command_id", "idempotency_key", "state", "accepted_at",
+        "created"):  # pragma: no cover - an AcceptedWork edit
+    raise RuntimeError("_accepted must fill every AcceptedWork field")
+
+
+def _accepted(work_id, command_id, idempotency_key, state, accepted_at, created) -> AcceptedWork:
+    """``AcceptedWork(...)`` for one result row: the fields go into the frozen instance's
+    ``__dict__`` (it has no ``__post_init__``), without the generated ``__init__``'s six
+    ``object.__setattr__`` calls. The same instance (tests/work/test_request_fast.py)."""
+    result = _new_object(AcceptedWork)
+    result.__dict__.update(work_id=work_id, command_id=command_id,
+                           idempotency_key=idempotency_key, state=state,
+                           accepted_at=accepted_at, created=created)
+    return result
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -156,14 +174,27 @@ def _parameter(items: list) -> str:
     fresh = _random_ids(sum(1 for request, _ in items if request.work_id is None))
     single = len(items) == 1
     sets: dict[str, int] = {}
+    last = last_fp = None
+    last_common = ""
     for position, (request, source_id) in enumerate(items):
         fp = request.fingerprint
-        common = _shared_members(request, fp)
-        if not single:
-            index = sets.get(common)
-            if index is None:
-                index = sets[common] = len(sets)
-            common = f'"shared":{index}'
+        if (last is not None and request.work_name is last.work_name
+                and request.work_version is last.work_version
+                and request.provider_safety is last.provider_safety
+                and fp.schema is last_fp.schema and request.policy is last.policy
+                and request.deadline is last.deadline and request.due_at is last.due_at
+                and request.queue is last.queue and request.priority is last.priority):
+            # the very objects the previous item's shared members were made from (requests
+            # of one definition in a row): the same members, the same set
+            common = last_common
+        else:
+            common = _shared_members(request, fp)
+            if not single:
+                index = sets.get(common)
+                if index is None:
+                    index = sets[common] = len(sets)
+                common = f'"shared":{index}'
+            last, last_fp, last_common = request, fp, common
         explicit = request.work_id is not None
         out.append(
             f'{{"item":{position},"work_id":"{str(request.work_id) if explicit else fresh.pop()}",'
@@ -246,8 +277,8 @@ class Sent:
         out = []
         for position, request in enumerate(self.requests):
             _, status, work_id, state, accepted_at, _facts = by_item[self.slot[position]]
-            out.append(AcceptedWork(work_id, request.command_id, request.idempotency_key,
-                                    state, accepted_at, status == "created"))
+            out.append(_accepted(work_id, request.command_id, request.idempotency_key,
+                                 state, accepted_at, status == "created"))
         return out
 
 

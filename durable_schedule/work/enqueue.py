@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -196,6 +196,33 @@ class WorkRequest:
         """The retry snapshot stored with the Work (compared on a duplicate)."""
         return self.retry.to_json()
 
+
+
+#: WorkRequest's fields in declaration order: :func:`new_request` fills exactly these.
+_REQUEST_FIELDS = tuple(f.name for f in fields(WorkRequest))
+if _REQUEST_FIELDS != ("command_id", "idempotency_key", "work_name", "work_version", "payload",
+                       "provider_safety", "policy", "deadline", "due_at", "work_id", "queue",
+                       "priority"):  # pragma: no cover - a WorkRequest edit
+    raise RuntimeError("new_request must fill every WorkRequest field, in declaration order")
+_new_object = object.__new__
+
+
+def new_request(command_id: str, idempotency_key: str, work_name: str, work_version: str,
+                payload: Any, provider_safety: str, policy: ExecutionPolicy | None,
+                deadline: datetime | None, due_at: datetime | None, work_id: uuid.UUID | None,
+                queue: str, priority: int) -> WorkRequest:
+    """``WorkRequest(...)`` with every field given, as a definition's ``request`` builds it:
+    the fields go into the frozen instance's ``__dict__`` and ``__post_init__`` runs, which is
+    all the generated ``__init__`` does, without its twelve ``object.__setattr__`` calls (about
+    2 us per request; docs/benchmarks.md "Acceptance, ninth look"). The same validation and
+    refusals, the same instance (tests/work/test_request_fast.py compares them)."""
+    request = _new_object(WorkRequest)
+    request.__dict__.update(command_id=command_id, idempotency_key=idempotency_key,
+                            work_name=work_name, work_version=work_version, payload=payload,
+                            provider_safety=provider_safety, policy=policy, deadline=deadline,
+                            due_at=due_at, work_id=work_id, queue=queue, priority=priority)
+    request.__post_init__()
+    return request
 
 __all__ = ["AcceptedWork", "WorkRequest", "accept_in_scope", "accept_many_in_scope", "enqueue",
            "enqueue_many", "identifier"]

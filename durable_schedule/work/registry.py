@@ -27,7 +27,13 @@ from django.utils.module_loading import module_has_submodule
 from durable_schedule.errors import DuplicateWorkDefinition, InvalidArgument
 from durable_schedule.evaluation.policy import ExecutionPolicy
 from durable_schedule.work import codec as codecs
-from durable_schedule.work.enqueue import AcceptedWork, WorkRequest, enqueue, identifier
+from durable_schedule.work.enqueue import (
+    AcceptedWork,
+    WorkRequest,
+    enqueue,
+    identifier,
+    new_request,
+)
 from durable_schedule.work.queues import validate_queue
 from durable_schedule.work.safety import ProviderSafety, provider_safety
 from durable_schedule.work.target import WorkTarget, deadline_after_us
@@ -107,20 +113,9 @@ class WorkDefinition:
         # The default codec's encode is the canonical normalization WorkRequest applies to
         # every payload anyway (validation, DS209, a detached copy): done once, not twice.
         encoded = payload if type(self.codec) is codecs.JsonCodec else self.codec.encode(payload)
-        return WorkRequest(
-            command_id=command,
-            idempotency_key=idempotency_key,
-            work_name=self.name,
-            work_version=self.version,
-            payload=encoded,
-            provider_safety=self.safety.value,
-            policy=policy,
-            deadline=deadline,
-            due_at=due_at,
-            work_id=work_id,
-            queue=queue,
-            priority=priority,
-        )
+        # WorkRequest(...) without the frozen dataclass's per-field setattr (new_request)
+        return new_request(command, idempotency_key, self.name, self.version, encoded,
+                           self.safety.value, policy, deadline, due_at, work_id, queue, priority)
 
     def enqueue(self, *, scope: str | None = None, command: str, idempotency_key: str, payload: Any,
                 deadline: datetime | None = None, due_at: datetime | None = None,

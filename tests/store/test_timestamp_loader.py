@@ -62,3 +62,52 @@ def test_loader__equals_djangos_in_every_session_zone(zone):
     for a, b in zip(got, want, strict=True):
         assert (a, a.tzinfo, a.replace(tzinfo=None), a.fold, a.isoformat()) == \
             (b, b.tzinfo, b.replace(tzinfo=None), b.fold, b.isoformat())
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Berlin"])
+def test_loader__repeated_values_equal_djangos(zone):
+    # The loader remembers its last text and value: runs of one instant, alternations and
+    # repeats after other values all load as Django's loader loads them.
+    if timestamps.native_loader() is None:
+        pytest.skip("psycopg's C implementation is not installed: Django's loader is used")
+    some = instants(7)[:40]
+    values = [v for v in some for _ in range(3)] + some + some[::-1] + [some[0], some[1]] * 5
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            cur.execute("select set_config('TimeZone', %s, true)", [zone])
+        ours = _cursor(connection)
+        django_cursor = connection.connection.cursor()
+        register_tzloader(connection.timezone, django_cursor)
+        query = "select v from unnest(%s::timestamptz[]) with ordinality u(v, n) order by n"
+        for _ in range(2):  # the second statement starts with the first one's last value
+            ours.execute(query, [values])
+            got = [row[0] for row in ours.fetchall()]
+            django_cursor.execute(query, [values])
+            want = [row[0] for row in django_cursor.fetchall()]
+            assert len(got) == len(want) == len(values)
+            for a, b in zip(got, want, strict=True):
+                assert (a, a.tzinfo, a.replace(tzinfo=None), a.fold, a.isoformat()) == \
+                    (b, b.tzinfo, b.replace(tzinfo=None), b.fold, b.isoformat())
+
+
+def test_loader__a_repeat_is_the_value_of_a_fresh_parse():
+    native = timestamps.native_loader()
+    if native is None:
+        pytest.skip("psycopg's C implementation is not installed: Django's loader is used")
+    with transaction.atomic():
+        _cursor(connection)  # a connection, with the session's time zone
+        pgconn = connection.connection
+        loader = timestamps.loader_for(UTC)(timestamps.TIMESTAMPTZ_OID, pgconn)
+        texts = [b"2026-12-02 14:00:00.5+00", b"2026-12-02 14:00:00.5+00",
+                 b"2026-12-02 14:00:00.500001+00", b"2026-12-02 14:00:00.5+00",
+                 b"1970-01-01 00:00:00+00"]
+        for text in texts:
+            for data in (text, memoryview(text), bytearray(text)):
+                fresh = native(timestamps.TIMESTAMPTZ_OID, pgconn).load(text).replace(tzinfo=UTC)
+                got = loader.load(data)
+                assert (got, got.tzinfo, got.fold) == (fresh, fresh.tzinfo, fresh.fold)
+        # what is remembered is a copy of the text, not a view of psycopg's result buffer
+        buffer = bytearray(b"2026-12-02 14:00:01+00")
+        first = loader.load(memoryview(buffer))
+        buffer[18] = ord("2")
+        assert loader.load(memoryview(buffer)) == first + timedelta(seconds=1)

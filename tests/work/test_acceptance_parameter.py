@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -142,3 +142,31 @@ def test_parameter__random_ids_are_version_4_uuids_in_canonical_text():
         assert str(parsed) == text  # lower-case hex, 8-4-4-4-12
         assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
     assert acceptance._random_ids(0) == []
+
+
+def test_parameter__neighbours_sharing_objects_or_differing_in_one_member_match_the_reference():
+    # A run of requests built from the very same objects reuses the previous item's shared set;
+    # a neighbour differing in any one shared member (or in an equal but distinct object, such
+    # as the same instant written in another offset) takes its own, as the reference says.
+    policy = ExecutionPolicy(RetryPolicy(maximum_attempts=3))
+    deadline, due = A + 60 * MIN, A + MIN
+    same = dict(policy=policy, deadline=deadline, due_at=due, queue="mail", priority=3)
+    one_off = [{"work_name": "t.other"}, {"work_version": "v2"},
+               {"provider_safety": "reconcile_before_retry"},
+               {"policy": ExecutionPolicy(RetryPolicy(maximum_attempts=4))}, {"policy": None},
+               {"deadline": deadline + MIN}, {"deadline": None},
+               {"deadline": deadline.astimezone(timezone(timedelta(hours=2)))},
+               {"due_at": due + MIN}, {"due_at": None}, {"queue": "default"}, {"priority": 4}]
+    requests = []
+    for i, change in enumerate(one_off):
+        requests += [request(3 * i, **same), request(3 * i + 1, **same),
+                     request(3 * i + 2, **{**same, **change})]
+    requests.append(request(999, **same))
+    prepared = acceptance.prepare("scope-a", requests)
+    got = decoded(prepared)
+    want = [acceptance._item(i, r, s) for i, (r, s) in enumerate(prepared.items)]
+    for g, w in zip(got, want, strict=True):
+        g.pop("work_id"), w.pop("work_id")
+        assert g == w
+    sets = [item["shared"] for item in json.loads(prepared.parameter)["items"]]
+    assert sets[0] == sets[1] == sets[-1] and sets[2] != sets[0]
