@@ -546,6 +546,23 @@ class ScopeNotFound(SecurityError):
     )
 
 
+class CommandStoppedByDatabase(DurableError):
+    """An operator command (durable_prune, durable_partitions, durable_recover, sync_schedules)
+    met a database error it does not retry: a lock or statement timeout, a lost connection, a
+    missing privilege. Outside the DS3xx security family on purpose: its cause is named by the
+    SQLSTATE in the message, which may or may not be a privilege."""
+
+    code = "DS307"
+    next_action = (
+        "The command stopped at the database error named in the message (SQLSTATE, statement); "
+        "what it committed before that is kept and the message says what it was. Fix the cause "
+        "(a session holding locks: pg_locks; a low statement_timeout or lock_timeout; the "
+        "database away; a missing grant: durable_status --roles) and run the command again: "
+        "each of these commands is safe to re-run (docs/operations.md \"Operator commands and "
+        "database errors\")."
+    )
+
+
 # ---------------------------------------------------------------- DS4xx operations
 class OperationsError(DurableError):
     code = "DS400"

@@ -30,10 +30,11 @@ import re
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from durable_schedule.errors import InvalidRetention
 from durable_schedule.operations.scopes import routing_ids
+from durable_schedule.runner import committed
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import connection, routed
 
@@ -104,19 +105,25 @@ def prune(older_than: timedelta, *, dry_run: bool, batch: int = 500,
         raise InvalidRetention(f"batch must be between 1 and {MAX_BATCH}", got=batch)
     conn = connection(using)
     counts = PruneCounts(dry_run=dry_run)
-    with conn.cursor() as cur:
-        cur.execute(_q("cutoff"), [older_than.total_seconds()])
-        cutoff = cur.fetchone()[0]
-    for scope_id in scope_ids(using=using):
-        counts.scopes += 1
-        if dry_run:
-            _preview_scope(conn, scope_id, cutoff, counts)
-        else:
-            _prune_scope(conn, scope_id, cutoff, batch, counts)
-    with transaction.atomic(using=conn.alias), conn.cursor() as cur:
-        cur.execute(_q("preview_heartbeats" if dry_run else "prune_heartbeats"),
-                    {"cutoff": cutoff})
-        counts.heartbeats += cur.fetchone()[0] if dry_run else cur.rowcount
+    try:
+        with conn.cursor() as cur:
+            cur.execute(_q("cutoff"), [older_than.total_seconds()])
+            cutoff = cur.fetchone()[0]
+        for scope_id in scope_ids(using=using):
+            counts.scopes += 1
+            if dry_run:
+                _preview_scope(conn, scope_id, cutoff, counts)
+            else:
+                _prune_scope(conn, scope_id, cutoff, batch, counts)
+        with transaction.atomic(using=conn.alias), conn.cursor() as cur:
+            cur.execute(_q("preview_heartbeats" if dry_run else "prune_heartbeats"),
+                        {"cutoff": cutoff})
+            counts.heartbeats += cur.fetchone()[0] if dry_run else cur.rowcount
+    except DatabaseError as exc:
+        if not dry_run:  # the batches that committed before the error stay removed: say so
+            committed.note(exc, {k: v for k, v in counts.as_dict().items()
+                                 if k not in ("dry_run", "scopes")})
+        raise
     return counts
 
 

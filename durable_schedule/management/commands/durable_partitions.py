@@ -9,9 +9,10 @@ and drop the month (docs/operations.md "Retention").
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from durable_schedule.errors import DurableError
+from durable_schedule.operations.commanderrors import stopped
 from durable_schedule.operations.partitions import ensure_partitions
 from durable_schedule.store.transactions import connection
 
@@ -30,6 +31,15 @@ class Command(BaseCommand):
                             help="list what would be created or archived, change nothing")
 
     def handle(self, *args, **options):
+        try:
+            self._handle(options)
+        except DatabaseError as exc:  # DS307 (a lock held on the history table, a timeout)
+            raise stopped("durable_partitions", exc, before=(
+                "the months already detached, transcribed or dropped (each month commits on "
+                "its own; a rerun goes on from there)" if options["archive_before"] else
+                "nothing: the partitions are created in one transaction")) from exc
+
+    def _handle(self, options):
         if options["archive_before"]:
             self._archive(options)
             return

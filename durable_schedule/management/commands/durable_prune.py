@@ -10,8 +10,10 @@ nothing. Safe to run while runners run, and to interrupt: a rerun continues.
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
 from durable_schedule.errors import DurableError
+from durable_schedule.operations.commanderrors import stopped
 from durable_schedule.operations.retention import MAX_BATCH, parse_age, prune
 
 
@@ -31,6 +33,8 @@ class Command(BaseCommand):
             counts = prune(age, dry_run=options["dry_run"], batch=options["batch"])
         except DurableError as exc:
             raise CommandError(str(exc)) from exc
+        except DatabaseError as exc:  # DS307: one line, with what the batches before removed
+            raise stopped("durable_prune", exc) from exc
         verb = "would remove" if counts.dry_run else "removed"
         self.stdout.write(
             f"{verb} (older than {age}, {counts.scopes} scopes): "

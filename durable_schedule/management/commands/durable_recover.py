@@ -7,8 +7,10 @@ from __future__ import annotations
 import sys
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
 from durable_schedule.errors import DurableError
+from durable_schedule.operations.commanderrors import stopped
 from durable_schedule.operations.provisioning import reprovision_scope
 from durable_schedule.operations.recovery import bump_runtime_epoch, release_all
 from durable_schedule.schedules.validation import actor as check_actor
@@ -34,6 +36,14 @@ class Command(BaseCommand):
                 and not options["reprovision_scope"]):
             raise CommandError("DS406: choose --bump-epoch, --release-all and/or "
                                "--reprovision-scope SCOPE")
+        try:
+            self._run(options)
+        except DatabaseError as exc:  # DS307: each step commits on its own
+            raise stopped("durable_recover", exc, before=(
+                "nothing (dry run)" if options["dry_run"] else "the steps printed above"),
+            ) from exc
+
+    def _run(self, options):
         dry = options["dry_run"]
         prefix = "dry run: " if dry else ""
         self._check_inputs(options)

@@ -5,8 +5,10 @@ declared in code")."""
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
 from durable_schedule.errors import DurableError
+from durable_schedule.operations.commanderrors import stopped
 from durable_schedule.schedules import declared
 
 
@@ -34,6 +36,9 @@ class Command(BaseCommand):
                                    allow_empty=options["allow_empty"], adopt=options["adopt"])
         except DurableError as exc:
             raise CommandError(str(exc)) from exc
+        except DatabaseError as exc:  # DS307 (a lock held on the schedule tables, a timeout)
+            raise stopped("sync_schedules", exc,
+                          before="nothing: a sync is one transaction") from exc
         for line in report.lines():
             self.stdout.write(line)
         prefix = "dry run: " if options["dry_run"] else ""
