@@ -89,12 +89,21 @@ def record_proof(scope: str, work_id: uuid.UUID | str, outcome: str, *, actor: s
 
     ``outcome`` is ``"applied"`` (``result`` becomes the Work's result) or ``"not_applied"``.
     ``expected_permit_no``, when given, must name the permit the proof resolves (the one the
-    operator looked at); a different one raises ProofRefused and changes nothing.
+    operator looked at); a different one raises ProofRefused and changes nothing. It is a
+    permit number (an int >= 1): any other value (a bool, a float, a string) is refused with
+    InvalidArgument (DS406) before the Work is read.
     """
     if outcome not in (APPLIED, NOT_APPLIED):
         raise InvalidArgument("outcome must be 'applied' or 'not_applied'", got=outcome)
     identifier(actor, "actor")
     wid = _work_id(work_id)
+    if expected_permit_no is not None and (
+            isinstance(expected_permit_no, bool) or not isinstance(expected_permit_no, int)
+            or expected_permit_no < 1):
+        # True == 1 and 1.0 == 1: without this check either was taken as permit 1.
+        raise InvalidArgument("expected_permit_no must be None or an int >= 1",
+                              got=f"{type(expected_permit_no).__name__} {expected_permit_no!r}"
+                              [:200])
     if outcome == NOT_APPLIED and result is not None:
         raise InvalidArgument("a not_applied proof carries no result")
     result_json = codec.canonical_json(result, "result") if outcome == APPLIED else None

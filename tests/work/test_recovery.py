@@ -223,6 +223,19 @@ def test_proof__applied_records_the_result_and_the_actor(clock, suspended):
     assert p.executed == [1] and run_pass().claimed == 0
 
 
+@pytest.mark.parametrize("expected", [True, 1.0, "1", 0, -1],
+                         ids=["bool-True", "float", "str", "zero", "negative"])
+def test_proof__a_permit_number_that_is_not_an_int_is_refused(clock, suspended, expected):
+    """True == 1 and 1.0 == 1: either was taken as permit 1 and resolved it."""
+    p, work_id = suspended
+    with pytest.raises(InvalidArgument, match="expected_permit_no") as refused:
+        work.record_proof("tenant-a", work_id, "applied", actor="alice@ops",
+                          result={"invoice": "INV-1"}, expected_permit_no=expected)
+    assert refused.value.code == "DS406"
+    assert work_row(work_id, "state") == ("suspended",)
+    assert [permit[2] for permit in permits(work_id)] == [None]
+
+
 def test_proof__not_applied_hands_the_work_back_to_its_plan(clock, suspended):
     p, work_id = suspended
     recorded = work.record_proof("tenant-a", work_id, "not_applied", actor="bob")
