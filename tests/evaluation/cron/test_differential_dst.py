@@ -160,7 +160,7 @@ def _clean(expression: str, seconds: bool) -> bool:
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@settings(SETTINGS, max_examples=80)
+@settings(SETTINGS, max_examples=40)
 @given(expressions(), windows(), st.sampled_from(["shift", "skip"]),
        st.sampled_from(["first", "second"]))
 def test_evaluator_is_the_documented_policy_around_real_transitions(expr, where, gap, fold):
