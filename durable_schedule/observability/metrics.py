@@ -185,8 +185,9 @@ def timed_claim(queue: str) -> Callable:
 class StoreCollector:
     """Gauges read from the database at collection time (see the module docstring)."""
 
-    def __init__(self, using: str | None = None) -> None:
+    def __init__(self, using: str | None = None, timeout: float | None = None) -> None:
         self.using = using
+        self.timeout = timeout
 
     def describe(self):
         return []  # read on collect only: never touch the database at registration
@@ -194,7 +195,7 @@ class StoreCollector:
     def collect(self):
         from durable_schedule.operations.gauges import read_gauges
 
-        facts = read_gauges(using=self.using)
+        facts = read_gauges(using=self.using, timeout=self.timeout)
         up = GaugeMetricFamily("durable_schedule_store_up",
                                "1 when the store answered, is at a schema this code runs "
                                "against and its roles and grants match the contract, else 0")
@@ -230,7 +231,8 @@ class StoreCollector:
         yield runners
 
 
-def exposition(*, include_store: bool = True, using: str | None = None) -> tuple[bytes, str]:
+def exposition(*, include_store: bool = True, using: str | None = None,
+               timeout: float | None = None) -> tuple[bytes, str]:
     """The text exposition (bytes, content type) of the process metrics and, when asked, the
     store gauges. Raises MetricsUnavailable without prometheus-client."""
     if _prom is None:
@@ -238,7 +240,7 @@ def exposition(*, include_store: bool = True, using: str | None = None) -> tuple
     registry = _prom.CollectorRegistry(auto_describe=False)
     registry.register(_Forward(REGISTRY))
     if include_store:
-        registry.register(StoreCollector(using))
+        registry.register(StoreCollector(using, timeout))
     return _prom.generate_latest(registry), _prom.CONTENT_TYPE_LATEST
 
 

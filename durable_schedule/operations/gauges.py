@@ -105,13 +105,17 @@ def _counts(value) -> dict[str, Any]:
     return dict(value or {})
 
 
-def read_gauges(*, using: str | None = None) -> Gauges:
+def read_gauges(*, using: str | None = None, timeout: float | None = None) -> Gauges:
     """The gauges; ``up=False`` exactly where ``durable_status`` exits 2 for the store: it
     cannot be reached, is not migrated, is at a schema this code cannot run against (below
     REQUIRED_SCHEMA, or a floor above SCHEMA_VERSION), or its roles and grants differ from the
     contract (DS304)."""
+    from durable_schedule.operations import probe
+
+    if timeout is None:
+        timeout = probe.DEFAULT_TIMEOUT_SECONDS  # a scrape must answer (operations/probe.py)
     try:
-        with connection(using).cursor() as cur:
+        with probe.bounded_transaction(using=using, seconds=timeout) as cur:
             schema = schema_report(cur)
             if not schema.migrated:
                 return Gauges(up=False)

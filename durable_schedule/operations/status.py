@@ -27,12 +27,13 @@ from datetime import datetime
 from typing import Any
 
 from durable_schedule import conf
+from durable_schedule.operations import probe
 from durable_schedule.operations.gauges import QueueHealth, RunnerInfo, queue_health, runners
 from durable_schedule.operations.scopes import routing_ids
 from durable_schedule.processor import lifecycle as lifecycle_hooks
 from durable_schedule.store import inspection
 from durable_schedule.store.sqlfiles import query
-from durable_schedule.store.transactions import connection, routed
+from durable_schedule.store.transactions import routed
 from durable_schedule.store.version import REQUIRED_SCHEMA, SCHEMA_VERSION
 
 __all__ = ["QueueHealth", "RunnerInfo", "StatusReport", "SuspendedSchedule", "UnlistedQueue",
@@ -200,10 +201,12 @@ def unreachable(exc: BaseException) -> StatusReport:
     return StatusReport(migrated=False, reachable=False, unreachable_reason=reason)
 
 
-def collect(*, using: str | None = None) -> StatusReport:
-    """Read the whole report; each scope's facts in its own scoped transaction."""
-    conn = connection(using)
-    with conn.cursor() as cur:
+def collect(*, using: str | None = None,
+            timeout: float | None = probe.DEFAULT_TIMEOUT_SECONDS) -> StatusReport:
+    """Read the whole report; each scope's facts in its own scoped transaction. Every
+    statement waits at most ``timeout`` seconds for a lock or to run (operations/probe.py):
+    a store that does not answer within it raises the DatabaseError of an unreadable store."""
+    with probe.bounded_transaction(using=using, seconds=timeout) as cur:
         schema = inspection.schema_report(cur)
         report = StatusReport(
             migrated=schema.migrated,
@@ -233,15 +236,17 @@ def collect(*, using: str | None = None) -> StatusReport:
             if scope_id is None:
                 continue
             report.scopes += 1
+            probe.bound(cur, timeout)
             _read_scope(cur, scope_id, report)
-    _tz_rules(report, using)
+    _tz_rules(report, using, routing, timeout)
     return report
 
 
-def _tz_rules(report: StatusReport, using: str | None) -> None:
+def _tz_rules(report: StatusReport, using: str | None, routing: list[int],
+              timeout: float | None) -> None:
     from durable_schedule.operations import tz_rules
 
-    inventory = tz_rules.collect(using=using)
+    inventory = tz_rules.collect(using=using, routing=routing, timeout=timeout)
     report.tz_rules = inventory.rules_in_use()
     report.tz_rules_mismatches = [f"{s.scope_id}/{s.schedule_id}" for s in inventory.affected]
 

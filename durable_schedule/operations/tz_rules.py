@@ -17,6 +17,7 @@ from typing import Any
 from durable_schedule.errors import DurableError
 from durable_schedule.evaluation.cron import fence
 from durable_schedule.evaluation.timeline import spec_from_json
+from durable_schedule.operations import probe
 from durable_schedule.operations.scopes import routing_ids
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import routed
@@ -87,13 +88,20 @@ def _read(cur, scope_id: str, row) -> CronSchedule:
     return item
 
 
-def collect(*, using: str | None = None) -> Inventory:
-    """Every live cron schedule with its persisted and current fingerprints."""
+def collect(*, using: str | None = None, routing: list[int] | None = None,
+            timeout: float | None = None) -> Inventory:
+    """Every live cron schedule with its persisted and current fingerprints. ``routing``: the
+    routing ids already read (``durable_status``); ``timeout``: the probe bound of each
+    statement (operations/probe.py; None: the connection's own settings)."""
     inventory = Inventory()
-    for routing_id in routing_ids(using=using):  # every scope (operations/scopes.py)
+    if routing is None:
+        with probe.bounded_transaction(using=using, seconds=timeout) as cur:
+            routing = routing_ids(cur)  # every scope (operations/scopes.py)
+    for routing_id in routing:
         with routed(routing_id, using=using) as (cur, scope_id):
             if scope_id is None:
                 continue
+            probe.bound(cur, timeout)
             cur.execute(query("cron_queries.sql", "active_cron_generations"))
             inventory.schedules.extend(_read(cur, scope_id, row) for row in cur.fetchall())
     return inventory

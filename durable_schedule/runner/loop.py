@@ -13,10 +13,11 @@ Outages: a pass that still fails with a lost connection after its transient retr
 loop wait for the database (runner/outage.py) for up to ``OUTAGE_TOLERANCE_SECONDS``, then carry
 on with a fresh listener; past that it exits with DS405.
 
-Stopping: SIGTERM/SIGINT set a flag. The pass in progress runs to the end of its current
-transaction (each schedule or Work item is its own transaction; the cancellation check happens
-before every new lease), then the loop exits 0. A lease held by a process that dies anyway
-expires after its duration (<= 10 minutes) and another runner takes the row over.
+Stopping: SIGTERM/SIGINT/SIGHUP set a flag (a second one changes nothing). The pass in progress
+runs to the end of its current transaction (each schedule or Work item is its own transaction;
+the cancellation check happens before every new lease), then the loop exits 0. A lease held by a
+process that dies anyway expires after its duration (<= 10 minutes) and another runner takes the
+row over.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ PARTITION_INTERVAL_SECONDS = 24 * 3600
 
 
 class StopFlag:
-    """Set by SIGTERM/SIGINT (or a test); checked before every new lease."""
+    """Set by SIGTERM/SIGINT/SIGHUP (or a test); checked before every new lease."""
 
     def __init__(self) -> None:
         self._event = threading.Event()
@@ -62,6 +63,11 @@ class StopFlag:
     def install_signal_handlers(self) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self.set)
+        # SIGHUP (a closed terminal, a supervisor's HUP) stops like SIGTERM, so the heartbeat
+        # records the stop; a process started with SIGHUP ignored (nohup) keeps ignoring it.
+        hup = getattr(signal, "SIGHUP", None)
+        if hup is not None and signal.getsignal(hup) is not signal.SIG_IGN:
+            signal.signal(hup, self.set)
 
 
 @dataclass

@@ -282,3 +282,48 @@ def test_status_metrics__unreachable_store_exits_two_with_store_up_zero():
     assert proc.returncode == 2, proc.stderr
     assert "durable_schedule_store_up 0.0" in proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("table", ["durable_schedule_store", "durable_work_dispatch"])
+@pytest.mark.parametrize("args", [["--json"], ["--metrics"], []])
+def test_status__a_lock_held_on_a_store_table_is_answered_not_waited_for(table, args):
+    # Another session holds ACCESS EXCLUSIVE on a store table and the command's connection has
+    # no lock_timeout of its own: the probe's bound makes it answer "not answering" (DS426,
+    # exit 2, store_up 0) instead of waiting for as long as the lock is held. The outer
+    # timeout is only a safety net; the assertions are on what the command says.
+    from tests.conftest import database_url
+
+    env = dict(os.environ, DATABASE_URL=database_url(), PGOPTIONS="")
+    with psycopg.connect(database_url()) as holder:
+        holder.execute(f"lock table {table} in access exclusive mode")
+        proc = subprocess.run([sys.executable, "testproject/manage.py", "durable_status",
+                               "--timeout", "0.5", *args], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=120)
+        holder.rollback()
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    if args == ["--metrics"]:
+        assert "durable_schedule_store_up 0.0" in proc.stdout
+    elif args == ["--json"]:
+        report = json.loads(proc.stdout)
+        assert report["reachable"] is False
+        # Both bounds are equal: whichever PostgreSQL notices first cancels the wait.
+        assert report["problems"] in ([
+            "DS426: the store cannot be reached: OperationalError: canceling statement due to "
+            f"{bound} timeout"] for bound in ("lock", "statement"))
+    else:
+        assert "problem: DS426: the store cannot be reached: OperationalError: canceling " \
+            "statement due to" in proc.stdout
+
+
+def test_status__the_bound_is_transaction_local_and_keeps_a_lower_setting(clock):
+    from durable_schedule.operations import probe
+
+    with connection.cursor() as cur:
+        cur.execute("set local lock_timeout = '200ms'")
+        with probe.bounded_transaction(seconds=3) as inner:
+            inner.execute("select current_setting('lock_timeout'),"
+                          " current_setting('statement_timeout')")
+            assert inner.fetchone() == ("200ms", "3s")
+        cur.execute("select current_setting('lock_timeout'), current_setting('statement_timeout')")
+        assert cur.fetchone() == ("200ms", "0")  # the caller's transaction is as it was

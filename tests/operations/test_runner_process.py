@@ -51,3 +51,15 @@ def test_loop__a_killed_runner_is_reported_dead_after_the_threshold(committed_cl
     report = collect()
     assert [(r.lease_owner, r.state) for r in report.runners] == [("proc-b", "dead")]
     assert any("proc-b" in w and "is dead" in w for w in report.warnings)
+
+
+def test_loop__sighup_stops_like_sigterm_and_records_the_stop(committed_clock):
+    proc = start_loop("process_work", "--lease-owner", "proc-hup")
+    try:
+        wait_until(lambda: beats(), what="the first heartbeat")
+    finally:
+        code, out = stop(proc, sig=signal.SIGHUP)
+    assert code == 0, out  # the default action would end it with -SIGHUP and no stop recorded
+    [(owner, _, _, stopped, _)] = beats()
+    assert (owner, stopped) == ("proc-hup", True)
+    assert [r.state for r in collect().runners] == ["stopped"]

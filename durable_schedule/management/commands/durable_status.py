@@ -17,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
 from durable_schedule.errors import DurableError
+from durable_schedule.operations.probe import DEFAULT_TIMEOUT_SECONDS
 from durable_schedule.operations.status import collect, unreachable
 from durable_schedule.store.inspection import grant_recipe
 
@@ -30,17 +31,24 @@ class Command(BaseCommand):
         out.add_argument("--json", action="store_true", help="print one JSON document")
         out.add_argument("--metrics", action="store_true",
                          help="print the Prometheus text exposition of the store gauges")
+        parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS,
+                            metavar="SECONDS",
+                            help="the longest one read may wait for a lock or run before the "
+                                 "store is reported as not answering (exit 2, DS426); 0: no "
+                                 f"bound (default {DEFAULT_TIMEOUT_SECONDS:g})")
         parser.add_argument("--roles", action="store_true",
                             help="print the role and grant recipe for a DBA")
 
     def handle(self, *args, **options):
         if options["roles"]:
             self.stdout.write(grant_recipe())
+        if options["timeout"] < 0:
+            raise CommandError("--timeout must be 0 (no bound) or a positive number of seconds")
         if options["metrics"]:
-            self._metrics()
+            self._metrics(options["timeout"])
             return
         try:
-            report = collect()
+            report = collect(timeout=options["timeout"])
         except DatabaseError as exc:  # unreachable, or dropped while reading
             report = unreachable(exc)
         if options["json"]:
@@ -51,16 +59,16 @@ class Command(BaseCommand):
             return
         sys.exit(2 if report.store_broken else 1)
 
-    def _metrics(self) -> None:
+    def _metrics(self, timeout: float) -> None:
         from durable_schedule.observability import metrics
         from durable_schedule.operations.gauges import read_gauges
 
         try:
-            body, _ = metrics.exposition(include_store=True)
+            body, _ = metrics.exposition(include_store=True, timeout=timeout)
         except DurableError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(body.decode(), ending="")
-        if not read_gauges().up:
+        if not read_gauges(timeout=timeout).up:
             sys.exit(2)
 
     def _print(self, r) -> None:

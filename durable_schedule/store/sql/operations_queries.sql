@@ -107,3 +107,15 @@ select work_name, count(*),
   from durable_work
  where state = 'pending' and due_at <= durable_schedule_clock('clock')
  group by work_name
+
+-- name: bound_probe -- cap this transaction's lock_timeout and statement_timeout at %(ms)s
+-- milliseconds (a lower one already in force is kept); returns each setting's previous value
+-- (operations/probe.py: durable_status, the store gauges, the admin dashboard).
+select name, setting,
+       set_config(name, case when setting::bigint between 1 and %(ms)s::bigint then setting
+                             else (%(ms)s::bigint)::text end, true)
+  from pg_settings where name in ('lock_timeout', 'statement_timeout') order by name
+
+-- name: restore_probe -- put back the values bound_probe replaced (a caller's transaction).
+select set_config('lock_timeout', %(lock_timeout)s, true),
+       set_config('statement_timeout', %(statement_timeout)s, true)
