@@ -33,7 +33,9 @@ DEFAULTS: dict[str, Any] = {
     # the Django connection, whatever DATABASES' OPTIONS say). Turn off behind a pooler in
     # transaction mode that cannot keep prepared statements (PgBouncer < 1.21, or without
     # ``max_prepared_statements``): docs/operations.md "Prepared statements and poolers".
-    "PREPARE_STATEMENTS": True,
+    # None (auto): prepare unless the alias declares a transaction pooler
+    # (DISABLE_SERVER_SIDE_CURSORS, or PgBouncer's port 6432); True/False force it.
+    "PREPARE_STATEMENTS": None,
     # The Work queue names enqueue accepts (docs/work.md "Queues and priorities"); None accepts
     # any name. A worker serves every queue unless `process_work --queue` names some.
     "QUEUES": None,
@@ -112,8 +114,23 @@ def max_idle_seconds() -> float:
     return float(_get("MAX_IDLE_SECONDS"))
 
 
+PGBOUNCER_PORT = "6432"
+
+
+def declares_transaction_pooler(alias: str | None = None) -> bool:
+    """The alias's settings declare a transaction-mode pooler: Django's documented
+    ``DISABLE_SERVER_SIDE_CURSORS`` for transaction pooling, or PgBouncer's port 6432."""
+    db = settings.DATABASES.get(alias or database_alias(), {})
+    return bool(db.get("DISABLE_SERVER_SIDE_CURSORS")) or str(db.get("PORT")) == PGBOUNCER_PORT
+
+
 def prepare_statements() -> bool:
-    return bool(_get("PREPARE_STATEMENTS"))
+    """Whether the runtime prepares its statements: the explicit setting, or with None (the
+    default) unless the store's alias declares a transaction pooler."""
+    value = _get("PREPARE_STATEMENTS")
+    if value is None:
+        return not declares_transaction_pooler()
+    return bool(value)
 
 
 def queues() -> frozenset[str] | None:
@@ -202,7 +219,10 @@ def validate() -> None:
     window = safety_window()
     if not isinstance(window, timedelta) or window <= timedelta(0):
         raise ValueError("DURABLE_SCHEDULE['SAFETY_WINDOW'] must be a positive timedelta")
-    for flag in ("PREPARE_STATEMENTS", "AUTODISCOVER"):
+    if _get("PREPARE_STATEMENTS") is not None and not isinstance(_get("PREPARE_STATEMENTS"), bool):
+        raise ValueError("DURABLE_SCHEDULE['PREPARE_STATEMENTS'] must be True, False or None "
+                         "(None: prepare unless the database alias declares a transaction pooler)")
+    for flag in ("AUTODISCOVER",):
         if not isinstance(_get(flag), bool):
             raise ValueError(f"DURABLE_SCHEDULE['{flag}'] must be True or False")
     schedule_batch()

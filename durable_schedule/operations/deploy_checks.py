@@ -8,8 +8,9 @@ that works but is unsafe or slow in production, and the project decides.
   (the admin's reads, your own ORM queries on our tables, operator maintenance) is not: forced
   RLS only binds an owner that is neither.
 * W011: the connection looks like a transaction-mode pooler (``DISABLE_SERVER_SIDE_CURSORS``,
-  which Django requires there, or PgBouncer's port 6432) while ``PREPARE_STATEMENTS`` is on:
-  only PgBouncer >= 1.21 with ``max_prepared_statements`` keeps prepared statements.
+  which Django requires there, or PgBouncer's port 6432) while ``PREPARE_STATEMENTS = True``
+  forces preparing on (the default turns it off there): only PgBouncer >= 1.21 with
+  ``max_prepared_statements`` keeps prepared statements.
 * W012: next month's history partition is missing (run ``manage.py durable_partitions``;
   ``--loop`` schedule runners create it daily).
 * W013: the store cannot be read, so the checks above could not run.
@@ -17,7 +18,6 @@ that works but is unsafe or slow in production, and the project decides.
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core import checks
 from django.db import DatabaseError
 
@@ -25,7 +25,7 @@ from durable_schedule import conf
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import connection
 
-PGBOUNCER_PORT = "6432"
+PGBOUNCER_PORT = conf.PGBOUNCER_PORT
 
 
 @checks.register(deploy=True)
@@ -58,9 +58,9 @@ def _owner_flags(cur) -> list[checks.CheckMessage]:
 
 
 def _pooler_settings() -> list[checks.CheckMessage]:
-    db = settings.DATABASES.get(conf.database_alias(), {})
-    pooled = bool(db.get("DISABLE_SERVER_SIDE_CURSORS")) or str(db.get("PORT")) == PGBOUNCER_PORT
-    if not pooled or not conf.prepare_statements():
+    # With the default (None) a declared pooler already turns preparing off: this warns only
+    # when PREPARE_STATEMENTS = True forces it on there.
+    if not conf.declares_transaction_pooler() or not conf.prepare_statements():
         return []
     return [checks.Warning(
         "the database connection looks like a transaction-mode pooler "

@@ -4,7 +4,8 @@ A pooler in transaction mode (PgBouncer's ``pool_mode = transaction``) hands eve
 whichever server connection is free. Two things the runtime uses live in the server session and
 do not survive that (docs/operations.md "Prepared statements and connection poolers"):
 
-- **Prepared statements** (``DURABLE_SCHEDULE['PREPARE_STATEMENTS']``, on by default). PgBouncer
+- **Prepared statements** (``DURABLE_SCHEDULE['PREPARE_STATEMENTS']``, on by default unless the
+  database alias declares a transaction pooler). PgBouncer
   >= 1.21 with ``max_prepared_statements`` tracks protocol-level prepared statements and is fine;
   older ones leave a statement on the server connection where another client then meets
   ``prepared statement "_pg3_0" already exists``. :func:`check_prepared_statements` probes this

@@ -110,7 +110,10 @@ DURABLE_SCHEDULE = {
     "MAX_IDLE_SECONDS": float(os.environ.get("DURABLE_MAX_IDLE_SECONDS", "5")),
     # The failover tests shorten it to see a runner give up; the pooler tests turn preparing off.
     "OUTAGE_TOLERANCE_SECONDS": float(os.environ.get("DURABLE_OUTAGE_TOLERANCE_SECONDS", "300")),
-    "PREPARE_STATEMENTS": os.environ.get("DURABLE_PREPARE_STATEMENTS", "1") != "0",
+    # "1"/"0" force it on/off; unset leaves the default (None: prepare unless the alias
+    # declares a transaction pooler).
+    "PREPARE_STATEMENTS": {"1": True, "0": False}.get(
+        os.environ.get("DURABLE_PREPARE_STATEMENTS", "")),
     # Tests of the runner heartbeat lower this to see the background thread beat.
     "HEARTBEAT_SECONDS": float(os.environ.get("DURABLE_HEARTBEAT_SECONDS", "10")),
     # The autodiscovery tests turn Work autodiscovery off to see what a process lacks without it.

@@ -42,7 +42,11 @@ def test_deploy__a_plain_owner_is_not_flagged(clock):
 def test_deploy__pooler_settings_with_prepared_statements_warn(clock, settings):
     settings.DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
     try:
-        assert "durable_schedule.W011" in ids()
+        # The default (None) does not prepare behind a declared pooler: nothing to warn about.
+        with override_settings(DURABLE_SCHEDULE={}):
+            assert "durable_schedule.W011" not in ids()
+        with override_settings(DURABLE_SCHEDULE={"PREPARE_STATEMENTS": True}):
+            assert "durable_schedule.W011" in ids()
         with override_settings(DURABLE_SCHEDULE={"PREPARE_STATEMENTS": False}):
             assert "durable_schedule.W011" not in ids()
     finally:

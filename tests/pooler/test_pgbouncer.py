@@ -1,6 +1,6 @@
 """Issue 12 item 1: the commands through a real PgBouncer in transaction mode.
 
-- With ``PREPARE_STATEMENTS`` on (the default), a pooler that cannot keep prepared statements is
+- With ``PREPARE_STATEMENTS = True``, a pooler that cannot keep prepared statements is
   refused with DS415 naming the setting: by the runners' startup probe, and by the runtime itself
   at the first clash (an enqueue from a second process), never as a raw traceback.
 - With it off, both runners and enqueue work through the pooler; the loops find that NOTIFY does
@@ -50,7 +50,7 @@ def enqueue_script(key: str) -> str:
 @pytest.mark.parametrize("command", ["process_schedules", "process_work"])
 def test_pooler__prepared_statements_on_is_refused_with_ds415_naming_the_setting(
         pooled_url, command):
-    done = manage(pooled_url, command)
+    done = manage(pooled_url, command, DURABLE_PREPARE_STATEMENTS="1")
     out = done.stdout + done.stderr
     assert done.returncode != 0, out
     assert "DS415" in out and "PREPARE_STATEMENTS" in out, out
@@ -60,9 +60,9 @@ def test_pooler__prepared_statements_on_is_refused_with_ds415_naming_the_setting
 def test_pooler__the_runtime_turns_a_prepared_statement_clash_into_ds415(pooled_url):
     # The issue's reproduction: the first process works and leaves its prepared statements on
     # the server connection; the next process's first prepared statement clashes with them.
-    first = manage(pooled_url, "shell", "-c", enqueue_script("1"))
+    first = manage(pooled_url, "shell", "-c", enqueue_script("1"), DURABLE_PREPARE_STATEMENTS="1")
     assert first.returncode == 0, first.stderr
-    second = manage(pooled_url, "shell", "-c", enqueue_script("2"))
+    second = manage(pooled_url, "shell", "-c", enqueue_script("2"), DURABLE_PREPARE_STATEMENTS="1")
     out = second.stdout + second.stderr
     assert second.returncode != 0
     assert "PoolerDropsPreparedStatements" in out and "DS415" in out, out

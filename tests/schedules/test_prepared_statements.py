@@ -47,3 +47,65 @@ def test_setting_off__uses_djangos_cursor(clock, settings):
     with routed(10**9) as (cur, scope_id):
         assert scope_id is None
     assert prepared() == before
+
+
+def _runs_prepared(marker: str) -> bool:
+    with scoped(SCOPE) as cur:
+        cur.execute(f"select 41 + %(one)s /* {marker} */", {"one": 1})
+        assert cur.fetchone()[0] == 42
+    return any(marker in s for s in prepared())
+
+
+@pytest.fixture
+def declared_pooler(settings):
+    """The alias declares a transaction pooler the way Django documents it."""
+    settings.DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    try:
+        yield
+    finally:
+        settings.DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = False
+
+
+def _with(settings, **values):
+    base = {k: v for k, v in getattr(settings, "DURABLE_SCHEDULE", {}).items()
+            if k != "PREPARE_STATEMENTS"}
+    settings.DURABLE_SCHEDULE = {**base, **values}
+
+
+def test_default__does_not_prepare_behind_a_declared_transaction_pooler(
+        clock, settings, declared_pooler):
+    _with(settings)  # the default: None (auto)
+    assert not _runs_prepared("auto_declared_pooler")
+
+
+def test_default__prepares_without_a_declared_pooler(clock, settings):
+    _with(settings)
+    assert _runs_prepared("auto_direct")
+
+
+def test_default__does_not_prepare_on_pgbouncers_port(clock, settings):
+    _with(settings)
+    from durable_schedule import conf
+    settings.DATABASES["default"]["PORT"], old = "6432", settings.DATABASES["default"].get("PORT")
+    try:
+        assert conf.prepare_statements() is False
+    finally:
+        settings.DATABASES["default"]["PORT"] = old
+
+
+def test_explicit_true__prepares_behind_a_declared_pooler(clock, settings, declared_pooler):
+    _with(settings, PREPARE_STATEMENTS=True)
+    assert _runs_prepared("explicit_true_declared_pooler")
+
+
+def test_explicit_false__does_not_prepare_without_a_declared_pooler(clock, settings):
+    _with(settings, PREPARE_STATEMENTS=False)
+    assert not _runs_prepared("explicit_false_direct")
+
+
+@pytest.mark.parametrize("value", ["yes", 1, 0, "auto"])
+def test_setting__other_values_are_refused(settings, value):
+    from durable_schedule import conf
+    _with(settings, PREPARE_STATEMENTS=value)
+    with pytest.raises(ValueError, match="PREPARE_STATEMENTS"):
+        conf.validate()
