@@ -55,7 +55,10 @@ def test_a_metrics_scrape__reads_the_store_in_few_statements():
     with connection.execute_wrapper(recorder):
         body, _ = exposition()
     assert b"durable_schedule_store_up 1.0" in body
-    assert len(recorder.sql) <= 25, len(recorder.sql)
+    # 26 today: the drift check (its role-membership and definer queries included), the gauges,
+    # and the probe bound of the read (a savepoint, SET LOCAL, its restore, the release).
+    # Fixed whatever the store's size; the per-object form sent 158.
+    assert len(recorder.sql) <= 30, len(recorder.sql)
 
 
 @pytest.mark.parametrize("statement,expected", [
