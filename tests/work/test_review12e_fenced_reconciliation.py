@@ -163,3 +163,32 @@ def test_reconciliation_commit_ack_lost__the_retry_records_no_fenced_verdict(
     assert "reconciliation_fenced" not in history(work_id)
     assert quarantine(work_id) == []
     assert counts.lost == 0
+
+
+def test_fenced_verdict__after_an_operator_cancel_of_the_stalled_reconciliation(define, clock):
+    """The reconciliation lease ended (capped) and an operator canceled the Work: the late
+    Applied verdict stays evidence; the Work stays canceled with no result."""
+    d = define("t.review12e_fenced_cancel", safety=work.ProviderSafety.RECONCILE_BEFORE_RETRY,
+               policy=work.ExecutionPolicy(RETRY))
+
+    @d.executor
+    def execute(ctx, payload):
+        raise Crash
+
+    @d.reconciler
+    def reconcile(ctx, payload):
+        for _ in range(4):
+            clock.advance(MIN)
+            ctx.renew()
+        work.cancel("tenant-a", ctx.work_id, actor="ops")
+        return work.Applied({"late": True})
+
+    work_id = d.enqueue(scope="tenant-a", command="c", idempotency_key="k", payload={}).work_id
+    with pytest.raises(Crash):
+        run_pass()
+    clock.advance(MIN)
+    counts = run_pass()
+    assert counts.lost == 1 and counts.succeeded == 0
+    assert work_row(work_id, "state", "result") == ("canceled", None)
+    assert history(work_id)[-2:] == ["canceled", "reconciliation_fenced"]
+    assert [r[0] for r in quarantine(work_id)] == ["reconciliation_lost"]
