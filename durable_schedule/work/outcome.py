@@ -53,7 +53,7 @@ from durable_schedule.work.rows import (
     routed_block,
     transition,
 )
-from durable_schedule.work.safety import Applied, NotApplied, Verdict
+from durable_schedule.work.safety import Applied, NotApplied, Unknown, Verdict
 
 _QUERIES = "work_queries.sql"
 
@@ -202,11 +202,81 @@ def record_reconciliation(action: Reconcile, verdict: Verdict | None,
     with routed_block(action.routing_id, using) as (cur, scope_id):
         row = None if scope_id is None else lock_leased(cur, held.id, owner, held.lease_generation)
         if row is None:
-            record_lost(cur, action, owner, None, tally)
+            record_fenced_verdict(cur, action, verdict, error, owner, tally)
             return None, tally
         tally["reconciled"] += 1
         next_action = _apply_verdict(cur, action, row, verdict, error, owner, tally)
     return next_action, tally
+
+
+# Only on the fenced path: did this very reconciliation lease already record its verdict (a
+# commit whose acknowledgement was lost, retried by runner.retry)? Applied and NotApplied resolve
+# the judged permit as this owner with source ``reconciler``; Unknown suspends the Work under
+# this lease generation (a takeover would have granted a new one).
+_OWN_VERDICT = """
+SELECT EXISTS (
+           SELECT 1 FROM durable_work_permit p
+            WHERE p.scope_id = w.scope_id AND p.work_id = w.work_id
+              AND p.permit_no = %(permit_no)s AND p.resolution_source = 'reconciler'
+              AND p.resolved_by = %(lease_owner)s)
+       OR (w.state = 'suspended' AND w.lease_generation = %(lease_generation)s
+           AND w.suspension_reason = %(unknown)s)
+  FROM durable_work w
+ WHERE w.id = %(id)s
+"""
+
+
+def _verdict_name(verdict: Verdict | None) -> str:
+    if isinstance(verdict, Applied):
+        return "applied"
+    if isinstance(verdict, NotApplied):
+        return "not_applied"
+    return "unknown" if verdict is not None else "none"
+
+
+def record_fenced_verdict(cur, action: Reconcile, verdict: Verdict | None,
+                          error: dict[str, Any] | None, owner: str, tally: Counter) -> None:
+    """A reconciler answered after its lease was lost (another worker took the Work over, or an
+    operator moved it): the verdict changes nothing -- the permit stays as the current holder
+    leaves it -- but the reconciliation ran, and may have touched the external system, so it is
+    kept as evidence in the same transaction that found the lease lost: a
+    ``reconciliation_fenced`` history row (actor: this lease's owner; detail: the verdict, the
+    judged permit, the reconciler's error or Unknown reason) and, for an ``Applied`` verdict,
+    its result in ``durable_work_quarantine`` (reason ``reconciliation_lost``). Not written
+    when nothing was invoked, or when this lease's own committed verdict is found again (a
+    retried commit)."""
+    cur.execute(_OWN_VERDICT, {"id": action.row.id, "permit_no": action.permit_no,
+                               "lease_owner": owner,
+                               "lease_generation": action.row.lease_generation,
+                               "unknown": RECONCILIATION_UNKNOWN})
+    found = cur.fetchone()
+    if found is not None and found[0]:
+        tally["reconciled"] += 1
+        return
+    tally["lost"] += 1
+    result_json = None
+    if isinstance(verdict, Applied):
+        try:
+            result_json = codec.canonical_json(verdict.result, "result")
+        except DurableError as exc:
+            error = error_detail(exc)
+    detail = {"reason": "lease_lost", "verdict": _verdict_name(verdict),
+              "permit_no": action.permit_no, "permit_attempt": action.permit_attempt}
+    if error is not None:
+        # Not "error": work.attempts() reads a history row's error as the attempt's failure.
+        detail["reconciler_error"] = error
+    if isinstance(verdict, Unknown):
+        detail["verdict_reason"] = verdict.reason or None
+    if result_json is not None:
+        tally["quarantined"] += 1
+    cur.execute(query(_QUERIES, "reconciliation_fenced"), {
+        "id": action.row.id,
+        "attempt": action.permit_attempt,
+        "lease_owner": owner,
+        "lease_generation": action.row.lease_generation,
+        "result": result_json,
+        "detail": dumps(detail),
+    })
 
 
 def _apply_verdict(cur, action: Reconcile, row: WorkRow, verdict: Verdict | None,

@@ -36,3 +36,27 @@ async def ignore_cancellation(ctx: work.WorkContext, payload: dict) -> dict:
         except asyncio.CancelledError:
             pass
     return {"too": "late"}
+
+
+gated = work.define("demo.gated_reconcile", "v1",
+                    safety=work.ProviderSafety.RECONCILE_BEFORE_RETRY)
+
+
+@gated.executor
+def crash_then_run(ctx: work.WorkContext, payload: dict) -> dict:
+    if ctx.attempt == 1:
+        raise KeyboardInterrupt  # the first attempt's worker dies: permit 1 stays unresolved
+    Effect.objects.create(work_id=ctx.work_id, attempt=ctx.attempt, key="gated-run")
+    return {"attempt": ctx.attempt}
+
+
+@gated.reconciler
+def block_until_released(ctx: work.WorkContext, payload: dict):
+    # A synchronous reconciler that ignores ctx.cancelled and blocks until the test inserts the
+    # "release" effect row (bounded by real time, so a broken runtime's test process still ends).
+    deadline = time.monotonic() + 60.0
+    while time.monotonic() < deadline:
+        if Effect.objects.filter(work_id=ctx.work_id, key="release").exists():
+            return work.NotApplied()
+        time.sleep(0.05)
+    return work.Unknown("never released")

@@ -93,5 +93,6 @@ def test_reconciliation_lease__a_capped_lease_is_taken_over_and_the_late_verdict
     assert permits(work_id) == [(1, 1, None, None)]  # no verdict of the first lease applied
     assert work_row(work_id, "state", "suspension_reason") == (
         "suspended", "reconciliation_unknown")
+    # The late verdict is kept as evidence only (test_review12e_fenced_reconciliation.py).
     assert history(work_id) == ["accepted", "admitted", "reconciling", "reconciling",
-                                "suspended"]
+                                "suspended", "reconciliation_fenced"]

@@ -212,6 +212,24 @@ SELECT q.scope_id, q.work_id, 'result_quarantined', %(attempt)s, %(lease_owner)s
        %(detail)s::jsonb, q.recorded_at
   FROM q
 
+-- name: reconciliation_fenced -- keep a reconciler's verdict whose lease was lost as evidence (an Applied verdict's result in durable_work_quarantine, reason reconciliation_lost) and record it in the history; the Work row and its permits are not touched.
+WITH w AS (
+    SELECT scope_id, work_id FROM durable_work WHERE id = %(id)s
+), q AS (
+    INSERT INTO durable_work_quarantine (scope_id, work_id, attempt, lease_owner,
+                                         lease_generation, reason, result, recorded_at)
+    SELECT w.scope_id, w.work_id, %(attempt)s, %(lease_owner)s, %(lease_generation)s,
+           'reconciliation_lost', %(result)s::jsonb, durable_schedule_clock('clock')
+      FROM w
+     WHERE %(result)s::text IS NOT NULL
+    RETURNING 1
+)
+INSERT INTO durable_work_history (scope_id, work_id, event, attempt, actor, detail, recorded_at)
+SELECT w.scope_id, w.work_id, 'reconciliation_fenced', %(attempt)s, %(lease_owner)s,
+       %(detail)s::jsonb || jsonb_build_object('result_quarantined', (SELECT count(*) FROM q) > 0),
+       durable_schedule_clock('clock')
+  FROM w
+
 -- name: dispatch_reschedule -- under the Work lock: hand the dispatch row back, due again at due_at.
 UPDATE durable_work_dispatch
    SET due_at = %(due_at)s, lease_owner = %(lease_owner)s::text,
