@@ -107,3 +107,45 @@ def test_trigger_backfill_pause_resume__racing_two_processor_processes(committed
         " where kind = 'recovery' and first_nominal_utc < %s group by 1 order by 1",
         (T0,),
     ) == [(sid, 2) for sid in sorted(backfilled)]
+
+
+def test_two_syncs_and_a_processor_at_once_on_a_paused_declared_schedule(committed_clock):
+    """Two deploy hosts run ``sync_schedules`` at once while a processor runs, on a declared
+    schedule an operator paused: it stays paused (no generation, no un-pause), runs nothing,
+    and both syncs succeed."""
+    import io
+    import subprocess
+    import sys
+
+    from django.core.management import call_command
+
+    call_command("sync_schedules", stdout=io.StringIO())
+    before = schedules.get("demo", "demo-hourly-touch")
+    schedules.pause("demo", "demo-hourly-touch", "deploy freeze", actor="ops")
+    paused = schedules.get("demo", "demo-hourly-touch")
+    committed_clock.set(T0 + 50 * TEN)  # several of its instants are due, were it active
+    assert before.next_nominal_utc < T0 + 50 * TEN
+    env = processes.environment()
+    sync = [sys.executable, "testproject/manage.py", "sync_schedules"]
+    procs = [
+        subprocess.Popen(
+            sync,
+            cwd=processes.ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    procs.append(processes.start("--passes", "5", "--lease-owner", "lc-sync-racer"))
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err[-2000:]
+    info = schedules.get("demo", "demo-hourly-touch")
+    assert info.state == "paused"
+    assert (info.generation, info.revision) == (before.generation, paused.revision)
+    assert rows(
+        "select count(*) from durable_schedule_occurrence where scope_id = 'demo'"
+        " and schedule_id = 'demo-hourly-touch'"
+    ) == [(0,)]
