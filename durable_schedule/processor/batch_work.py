@@ -41,7 +41,7 @@ QUERIES = "schedule_batch_queries.sql"
 #: legal payloads (up to 32 MiB) would roll back on every pass before its schedules ran alone.
 #: Past this budget a new template's schedule is left out of the batch and processed alone
 #: after its commit; a batch always takes its first template, whatever its size.
-TEMPLATE_BYTES_BUDGET = 64 * 1024 * 1024
+TEMPLATE_BYTES_BUDGET = 128 * 1024 * 1024
 
 
 def batch_statement(name: str) -> str:
