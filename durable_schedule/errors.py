@@ -271,6 +271,22 @@ class DeclaredIdentityDeleted(ScheduleError):
         "The declared identity was deleted and deletion is terminal: declare the schedule "
         "under a new schedule id."
     )
+
+
+class TimeZoneUnavailable(UnevaluableGeneration):
+    """A stored cron spec that was valid when accepted names a zone the installed tz database
+    no longer has (renamed or removed zone, a link dropped by a tzdata or OS upgrade)."""
+
+    code = "DS160"
+    next_action = (
+        "The spec was valid when accepted; the zone it names is missing from the tz database "
+        "this process loads (a tzdata or OS upgrade removed or renamed it): either install a tz "
+        "database that has the zone again and re-issue the schedule (update() without a spec, "
+        "or the admin's Re-issue), or update(spec=...) with the zone's current IANA name "
+        "(docs/schedules.md \"Time zones\")."
+    )
+
+
 # ---------------------------------------------------------------- DS125-DS139 cron schedules
 class InvalidCronExpression(ScheduleError):
     code = "DS125"

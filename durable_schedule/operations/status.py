@@ -53,6 +53,15 @@ class SuspendedSchedule:
     revision: int
     #: The definition row's primary key (admin links); not part of the schedule's identity.
     definition_pk: int | None = None
+    #: The suspension evidence's diagnostic code and short reason when it has them (a
+    #: quarantine: ``DS114``/``invalid_spec``, ``DS160``/``tz_unavailable``, ...).
+    code: str | None = None
+    cause: str | None = None
+
+    def describe(self) -> str:
+        """The reason, with the evidence's code and short reason when there are any."""
+        extra = " ".join(x for x in (self.code, self.cause) if x)
+        return f"{self.reason} ({extra})" if extra else self.reason
 
 
 @dataclass
@@ -137,7 +146,7 @@ class StatusReport:
         out.extend(f"missing history partition {p} (run manage.py durable_partitions)"
                    for p in self.missing_partitions)
         for s in self.suspended_schedules:
-            out.append(f"schedule {s.scope_id}/{s.schedule_id} suspended: {s.reason}")
+            out.append(f"schedule {s.scope_id}/{s.schedule_id} suspended: {s.describe()}")
         out.extend(f"schedule {u.scope_id}/{u.schedule_id} targets queue {u.queue!r}, which "
                    "DURABLE_SCHEDULE['QUEUES'] does not list (DS244): its occurrences wait "
                    "until the queue is listed again or the schedule is updated"

@@ -287,12 +287,21 @@ class _Batch:
         cur, scope_id, now = self.cur, self.scope_id, self.fences.clock
         bridging = [i for i in fast if i.decision.action in ("nominal", "recovery")]
         works = WorkBatch(cur, scope_id, now, self.instant_text)
+        left_out: set[str] = set()
         for item in bridging:
             d, dec = item.d, item.decision
             item.identity = _identity(scope_id, d.schedule_id, d.generation, dec.action,
                                       dec.first, None, None)
-            works.add(item.schedule_id, item.identity, dec.last, d.target_json,
-                      key=item.target_text)
+            if not works.add(item.schedule_id, item.identity, dec.last, d.target_json,
+                             key=item.target_text):
+                # Its payload would take the batch's templates past their budget (a jsonb
+                # parameter PostgreSQL would refuse): nothing is written for it here, it is
+                # processed alone after the commit (batch_work.TEMPLATE_BYTES_BUDGET).
+                left_out.add(item.schedule_id)
+                self.result.deferred.append(item.claim)
+        if left_out:
+            fast = [i for i in fast if i.schedule_id not in left_out]
+            bridging = [i for i in bridging if i.schedule_id not in left_out]
         connection = pipeline_connection(cur) if works else None
         if connection is not None:
             self._write_pipelined(fast, released, bridging, works, connection)

@@ -35,6 +35,14 @@ from durable_schedule.work.target import WorkTarget
 
 QUERIES = "schedule_batch_queries.sql"
 
+#: The most canonical-JSON payload bytes the Work templates of one batch carry (docs/schedules.md
+#: "The processor"). Every template travels in one jsonb parameter, and PostgreSQL refuses a
+#: jsonb array over 256 MiB (SQLSTATE 54000): a batch of schedules with large, distinct, each
+#: legal payloads (up to 32 MiB) would roll back on every pass before its schedules ran alone.
+#: Past this budget a new template's schedule is left out of the batch and processed alone
+#: after its commit; a batch always takes its first template, whatever its size.
+TEMPLATE_BYTES_BUDGET = 128 * 1024 * 1024
+
 
 def batch_statement(name: str) -> str:
     """The text of one named query of ``schedule_batch_queries.sql`` (to send it in a
@@ -105,6 +113,9 @@ class _Template:
         probe = target.to_request(command_id="probe", idempotency_key="probe",
                                   work_id=uuid.uuid4(), accepted_base=now)
         fp = probe.fingerprint
+        payload_text = codec.canonical_json(probe.payload)
+        #: The payload's canonical JSON length (what it adds to the batch's templates).
+        self.size = len(payload_text)
         plan = None if probe.policy is None or probe.policy.plan is None else probe.policy.plan
         # One row of "templates" in "bridge occurrences": the values accept_in_scope binds
         # for every request of this target (work/enqueue.py); the statement builds each
@@ -113,7 +124,7 @@ class _Template:
             "t": number,
             "work_name": probe.work_name,
             "work_version": probe.work_version,
-            "payload": json.loads(codec.canonical_json(probe.payload)),
+            "payload": json.loads(payload_text),
             "provider_safety": probe.provider_safety,
             "fingerprint_schema": fp.schema,
             "fingerprint_digest": fp.digest,
@@ -147,23 +158,32 @@ class WorkBatch:
         # parsing and validating a target is most of the Python work of an acceptance.
         self._templates: dict[str, _Template] = {}
         self._derived: dict[str, WorkLink] = {}
+        self._template_bytes = 0
 
     def __bool__(self) -> bool:
         return bool(self._pending)
 
     def add(self, schedule_id: str, identity: OccurrenceIdentity, last: datetime,
-            target_json: Any, *, key: str | None = None) -> None:
+            target_json: Any, *, key: str | None = None) -> bool:
         """Queue a new occurrence ``identity`` (range up to ``last``) and its Work. ``key``:
         the stored target's text when the caller has it (jsonb output: equal targets, equal
-        text), else the target's canonical JSON."""
+        text), else the target's canonical JSON. False (nothing queued) when the target's
+        template would take the batch's templates past ``TEMPLATE_BYTES_BUDGET``: the caller
+        leaves that schedule to be processed alone."""
         if key is None:
             key = json.dumps(target_json, sort_keys=True, separators=(",", ":"))
         template = self._templates.get(key)
         if template is None:
-            template = self._templates[key] = _Template(WorkTarget.from_json(target_json),
-                                                        self.now, len(self._templates))
+            template = _Template(WorkTarget.from_json(target_json), self.now,
+                                 len(self._templates))
+            if self._templates and self._template_bytes + template.size > \
+                    TEMPLATE_BYTES_BUDGET:
+                return False
+            self._templates[key] = template
+            self._template_bytes += template.size
         derived = self._derived[schedule_id] = derive_link(identity)
         self._pending.append((schedule_id, identity, last, derived, template))
+        return True
 
     def bridge(self) -> dict[str, tuple[int, Bridged]]:
         """Insert every queued occurrence linked to its derived Work and accept that Work, in

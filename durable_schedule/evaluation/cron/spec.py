@@ -19,7 +19,9 @@ from durable_schedule.errors import (
     InvalidDstPolicy,
     InvalidScheduleSpec,
     ScheduleError,
+    TimeZoneUnavailable,
     UnevaluableGeneration,
+    UnknownTimeZone,
 )
 from durable_schedule.evaluation.cron.evaluator import (
     DST_FOLD_POLICIES,
@@ -161,6 +163,16 @@ def from_json(data: Any, bad) -> Cron:
     except ScheduleError as exc:
         if isinstance(exc, UnevaluableGeneration):
             raise
+        if (isinstance(exc, UnknownTimeZone) and "cause" in exc.context
+                and rules.zone == data["tz"]):
+            # A consistent stored spec (its rules snapshot, fingerprint verified above, was
+            # taken of this very zone at acceptance) whose zone no longer loads: the tz
+            # database changed under the schedule, the spec did not (DS160, not DS114).
+            base = bad("tz_unavailable", exc.message)
+            raise TimeZoneUnavailable(
+                f"stored cron spec names time zone {data['tz'][:80]!r}, which the installed "
+                "tz database no longer has", **base.context, tz=data["tz"][:80],
+                cause=exc.context["cause"]) from exc
         raise bad("invalid_spec", exc.message) from exc
 
 

@@ -75,13 +75,23 @@ def host_dependent(name: str) -> bool:
     return name in _HOST_NAMES or name.startswith(_HOST_TREES)
 
 
+# "Factory" is tzdata's placeholder for "no zone configured" (UTC offset 0, abbreviation "-00"):
+# a schedule naming it almost certainly meant another zone, so a new schedule may not name it.
+_PLACEHOLDER_NAMES = frozenset({"Factory"})
+
+
 def require_portable(name: str) -> None:
-    """DS126 for a host-dependent zone name. Only acceptance calls this: a stored schedule
-    that already names such a zone keeps loading (history is never reinterpreted)."""
+    """DS126 for a host-dependent or placeholder zone name. Only acceptance calls this: a
+    stored schedule that already names such a zone keeps loading (history is never
+    reinterpreted)."""
     if host_dependent(name):
         raise UnknownTimeZone(f"time zone {name!r} depends on the host; name the IANA zone "
                               "itself (e.g. 'Europe/Berlin')", tz=name[:80],
                               reason="host_dependent_zone")
+    if name in _PLACEHOLDER_NAMES:
+        raise UnknownTimeZone(f"time zone {name!r} is the tz database's placeholder for an "
+                              "unset zone; name the zone meant (e.g. 'Etc/UTC' or "
+                              "'Europe/Berlin')", tz=name[:80], reason="placeholder_zone")
 
 
 @lru_cache(maxsize=64)

@@ -100,7 +100,7 @@ class Command(BaseCommand):
             w(f"tz rules     {row['tz']} {row['fingerprint'][:16]}: {row['schedules']} cron "
               f"schedules, {row['mismatched']} mismatched")
         for s in r.suspended_schedules:
-            w(f"suspended    {s.scope_id}/{s.schedule_id}: {s.reason} (since {s.suspended_at})")
+            w(f"suspended    {s.scope_id}/{s.schedule_id}: {s.describe()} (since {s.suspended_at})")
         w(f"paused       {r.paused_schedules} schedule{'s' if r.paused_schedules != 1 else ''}")
         w("missed       " + (", ".join(f"{k} {v}" for k, v in sorted(r.missed_instants.items()))
                              or "-"))

@@ -22,7 +22,10 @@ select count(*) filter (where due_at <= durable_schedule_clock('clock') and leas
   from durable_work_dispatch
 
 -- name: suspended_schedules -- suspended schedules of the current scope (RLS scoped).
-select schedule_id, suspension_reason, suspended_at, revision, id
+-- The evidence's diagnostic code and short reason (a quarantine's DS114 invalid_spec, DS160
+-- tz_unavailable, ...) say which repair applies; null for evidence without them.
+select schedule_id, suspension_reason, suspended_at, revision, id,
+       suspension_evidence->>'code', suspension_evidence->'context'->>'reason'
   from durable_schedule_definition where state = 'suspended' order by schedule_id
 
 -- name: unlisted_queue_schedules -- live schedules of the current scope whose active
