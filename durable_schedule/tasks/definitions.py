@@ -15,6 +15,7 @@ load any module) and only accepts a module-level object that is a task of a dura
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable
 from inspect import iscoroutinefunction
@@ -30,6 +31,7 @@ from durable_schedule.tasks.options import ResolvedOptions
 from durable_schedule.work import registry
 
 _LOCK = threading.RLock()
+log = logging.getLogger("durable_schedule.tasks")
 
 
 def definition_for(task: Task, resolved: ResolvedOptions) -> registry.WorkDefinition:
@@ -115,6 +117,14 @@ def task_for_name(name: str) -> Task | None:
     try:
         candidate = import_string(name)
     except ImportError:
+        return None
+    except Exception:
+        # The module exists but raises while it is imported (a bad deploy, a missing setting).
+        # Raising from here escaped the worker's claim (registry.lookup runs inside it): the
+        # whole pass failed, every pass after it too, and no other Work ran. As an unknown
+        # name instead, its Work is suspended (unknown_definition) and the rest runs.
+        log.exception("durable task module could not be imported; its Work is treated as "
+                      "having no definition in this process: task=%s", name)
         return None
     if not isinstance(candidate, Task) or candidate.module_path != name:
         return None
