@@ -26,7 +26,7 @@ from django.utils.module_loading import import_string
 
 from durable_schedule.errors import DuplicateWorkDefinition, TaskOptionsConflict
 from durable_schedule.tasks import arguments
-from durable_schedule.tasks.compat import Task, signals
+from durable_schedule.tasks.compat import InvalidTask, Task, signals
 from durable_schedule.tasks.options import ResolvedOptions
 from durable_schedule.work import registry
 
@@ -143,7 +143,14 @@ def resolve_definition(name: str, version: str) -> registry.WorkDefinition | Non
     if task is None:
         return None
     backend = task.get_backend()
-    resolved = backend.resolved_options(task)
+    try:
+        resolved = backend.resolved_options(task)
+    except InvalidTask:
+        # Options the backend was built with but refuses for this task (TASK_OPTIONS values
+        # are checked when used). Raising escaped the worker's claim, as an import error did.
+        log.exception("durable task options are invalid; its Work is treated as having no "
+                      "definition in this process: task=%s", name)
+        return None
     if resolved.version != version:
         return None  # Work of another version: the runtime suspends it (unknown_definition).
     return definition_for(task, resolved)

@@ -72,3 +72,28 @@ def test_worker__a_task_module_that_raises_on_import_suspends_only_its_work(
     # Its result is not readable while the module does not import: not a leaked RuntimeError.
     with pytest.raises(TaskResultDoesNotExist):
         module.fragile.get_result(broken.id)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"version": 5}, {"safety": "careful"}, {"deadline_after": "1h"}],
+)
+def test_worker__task_options_a_deploy_broke_suspend_only_that_tasks_work(
+    committed_clock, monkeypatch, caplog, options
+):
+    # The Work was accepted under good settings; the worker runs with TASK_OPTIONS the backend
+    # accepts when built (it checks the keys) but resolved_options() refuses (InvalidTask).
+    # Before the fix that InvalidTask escaped the claim: every pass raised, nothing ran.
+    stranded = demo_tasks.add.enqueue(1, 2)
+    healthy = demo_tasks.send_welcome.enqueue(7)
+    backend = demo_tasks.add.get_backend()
+    monkeypatch.setitem(backend.options, "TASK_OPTIONS", {demo_tasks.add.module_path: options})
+    registry._unregister(demo_tasks.add.module_path, "v1")  # a worker that never enqueued it
+    counts = run_pass(max_items=5, queues=["default", "emails"])
+    assert counts.succeeded == 1
+    states = dict(Work.objects.values_list("work_id", "state"))
+    assert states == {uuid.UUID(healthy.id): "succeeded", uuid.UUID(stranded.id): "suspended"}
+    assert any(
+        "options" in r.getMessage() and demo_tasks.add.module_path in r.getMessage()
+        for r in caplog.records
+    )
