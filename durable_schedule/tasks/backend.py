@@ -209,6 +209,31 @@ def _check_task_options(alias: str, per_task: dict) -> None:
                                      backend=alias, task=path,
                                      unknown=sorted(repr(k) for k in unknown),
                                      known=list(OPTION_NAMES))
+        _check_task_values(alias, path, values)
+
+
+def _check_task_values(alias: str, path: str, values: dict) -> None:
+    """The values of one TASK_OPTIONS entry, checked when the backend is built: otherwise a bad
+    one (``version=5``, ``safety="careful"``) was found only at the task's first enqueue, and a
+    worker meeting Work the task had before the change suspended it (unknown definition)."""
+    def bad(key: str, why: str) -> InvalidTaskOptions:
+        return InvalidTaskOptions(f"OPTIONS['TASK_OPTIONS'][{path!r}]['{key}'] {why}",
+                                  backend=alias, task=path, got=repr(values[key])[:200])
+
+    version = values.get("version")
+    if version is not None and (not isinstance(version, str) or not version):
+        raise bad("version", "must be a non-empty string")
+    if values.get("safety") is not None:
+        try:
+            ProviderSafety(values["safety"])
+        except ValueError:
+            raise bad("safety", "must be 'idempotent' or 'reconcile_before_retry'") from None
+    policy = values.get("policy")
+    if policy is not None and not isinstance(policy, ExecutionPolicy):
+        raise bad("policy", "must be an ExecutionPolicy")
+    after = values.get("deadline_after")
+    if after is not None and (not isinstance(after, timedelta) or after <= timedelta(0)):
+        raise bad("deadline_after", "must be a positive timedelta")
 
 
 def _check_queues(alias: str, queues: set) -> None:

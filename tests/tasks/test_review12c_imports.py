@@ -81,9 +81,10 @@ def test_worker__a_task_module_that_raises_on_import_suspends_only_its_work(
 def test_worker__task_options_a_deploy_broke_suspend_only_that_tasks_work(
     committed_clock, monkeypatch, caplog, options
 ):
-    # The Work was accepted under good settings; the worker runs with TASK_OPTIONS the backend
-    # accepts when built (it checks the keys) but resolved_options() refuses (InvalidTask).
-    # Before the fix that InvalidTask escaped the claim: every pass raised, nothing ran.
+    # The Work was accepted under good options; the worker's backend then holds options it
+    # refuses when it resolves them (the backend checks TASK_OPTIONS when built, so only options
+    # changed after that get here). Before the fix that InvalidTask escaped the claim: the pass
+    # raised and nothing ran.
     stranded = demo_tasks.add.enqueue(1, 2)
     healthy = demo_tasks.send_welcome.enqueue(7)
     backend = demo_tasks.add.get_backend()
