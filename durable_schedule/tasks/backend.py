@@ -19,8 +19,8 @@ from django.db import connections, transaction
 from django.utils import timezone
 
 from durable_schedule import conf
-from durable_schedule.errors import InvalidIdentifier, InvalidTaskOptions
-from durable_schedule.evaluation.policy import ExecutionPolicy, checked_add
+from durable_schedule.errors import DurableError, InvalidIdentifier, InvalidTaskOptions
+from durable_schedule.evaluation.policy import ExecutionPolicy, as_instant, checked_add
 from durable_schedule.store.transactions import validate_scope_id
 from durable_schedule.tasks import arguments, results, scoping
 from durable_schedule.tasks.compat import (
@@ -93,6 +93,15 @@ class DurableBackend(BaseTaskBackend):
             # InvalidTask, and after using() had accepted it).
             raise InvalidTask("run_after must be an aware datetime (durable tasks need one "
                               "also when USE_TZ is False)")
+        if task.run_after is not None:
+            # An aware run_after whose offset puts it outside the UTC range (datetime.max at
+            # -14:00, datetime.min at +14:00) passed using() and failed only at enqueue, as a
+            # DS215 WorkArithmeticOutOfRange instead of InvalidTask.
+            try:
+                as_instant(task.run_after, "run_after")
+            except DurableError as exc:
+                raise InvalidTask(f"run_after cannot be a Work's due time ({exc.message})"
+                                  ) from None
         if type(task.priority) is not int:
             raise InvalidTask(f"priority must be a whole number between -100 and 100, not "
                               f"{type(task.priority).__name__}")
