@@ -19,8 +19,8 @@ from django.db import connections, transaction
 from django.utils import timezone
 
 from durable_schedule import conf
-from durable_schedule.errors import InvalidIdentifier, InvalidTaskOptions
-from durable_schedule.evaluation.policy import ExecutionPolicy, checked_add
+from durable_schedule.errors import DurableError, InvalidIdentifier, InvalidTaskOptions
+from durable_schedule.evaluation.policy import ExecutionPolicy, as_instant, checked_add
 from durable_schedule.store.transactions import validate_scope_id
 from durable_schedule.tasks import arguments, results, scoping
 from durable_schedule.tasks.compat import (
@@ -93,6 +93,15 @@ class DurableBackend(BaseTaskBackend):
             # InvalidTask, and after using() had accepted it).
             raise InvalidTask("run_after must be an aware datetime (durable tasks need one "
                               "also when USE_TZ is False)")
+        if task.run_after is not None:
+            # An aware run_after whose offset puts it outside the UTC range (datetime.max at
+            # -14:00, datetime.min at +14:00) passed using() and failed only at enqueue, as a
+            # DS215 WorkArithmeticOutOfRange instead of InvalidTask.
+            try:
+                as_instant(task.run_after, "run_after")
+            except DurableError as exc:
+                raise InvalidTask(f"run_after cannot be a Work's due time ({exc.message})"
+                                  ) from None
         if type(task.priority) is not int:
             raise InvalidTask(f"priority must be a whole number between -100 and 100, not "
                               f"{type(task.priority).__name__}")
@@ -209,6 +218,31 @@ def _check_task_options(alias: str, per_task: dict) -> None:
                                      backend=alias, task=path,
                                      unknown=sorted(repr(k) for k in unknown),
                                      known=list(OPTION_NAMES))
+        _check_task_values(alias, path, values)
+
+
+def _check_task_values(alias: str, path: str, values: dict) -> None:
+    """The values of one TASK_OPTIONS entry, checked when the backend is built: otherwise a bad
+    one (``version=5``, ``safety="careful"``) was found only at the task's first enqueue, and a
+    worker meeting Work the task had before the change suspended it (unknown definition)."""
+    def bad(key: str, why: str) -> InvalidTaskOptions:
+        return InvalidTaskOptions(f"OPTIONS['TASK_OPTIONS'][{path!r}]['{key}'] {why}",
+                                  backend=alias, task=path, got=repr(values[key])[:200])
+
+    version = values.get("version")
+    if version is not None and (not isinstance(version, str) or not version):
+        raise bad("version", "must be a non-empty string")
+    if values.get("safety") is not None:
+        try:
+            ProviderSafety(values["safety"])
+        except ValueError:
+            raise bad("safety", "must be 'idempotent' or 'reconcile_before_retry'") from None
+    policy = values.get("policy")
+    if policy is not None and not isinstance(policy, ExecutionPolicy):
+        raise bad("policy", "must be an ExecutionPolicy")
+    after = values.get("deadline_after")
+    if after is not None and (not isinstance(after, timedelta) or after <= timedelta(0)):
+        raise bad("deadline_after", "must be a positive timedelta")
 
 
 def _check_queues(alias: str, queues: set) -> None:

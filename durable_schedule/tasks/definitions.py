@@ -15,6 +15,7 @@ load any module) and only accepts a module-level object that is a task of a dura
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable
 from inspect import iscoroutinefunction
@@ -25,11 +26,12 @@ from django.utils.module_loading import import_string
 
 from durable_schedule.errors import DuplicateWorkDefinition, TaskOptionsConflict
 from durable_schedule.tasks import arguments
-from durable_schedule.tasks.compat import Task, signals
+from durable_schedule.tasks.compat import InvalidTask, Task, signals
 from durable_schedule.tasks.options import ResolvedOptions
 from durable_schedule.work import registry
 
 _LOCK = threading.RLock()
+log = logging.getLogger("durable_schedule.tasks")
 
 
 def definition_for(task: Task, resolved: ResolvedOptions) -> registry.WorkDefinition:
@@ -116,6 +118,14 @@ def task_for_name(name: str) -> Task | None:
         candidate = import_string(name)
     except ImportError:
         return None
+    except Exception:
+        # The module exists but raises while it is imported (a bad deploy, a missing setting).
+        # Raising from here escaped the worker's claim (registry.lookup runs inside it): the
+        # whole pass failed, every pass after it too, and no other Work ran. As an unknown
+        # name instead, its Work is suspended (unknown_definition) and the rest runs.
+        log.exception("durable task module could not be imported; its Work is treated as "
+                      "having no definition in this process: task=%s", name)
+        return None
     if not isinstance(candidate, Task) or candidate.module_path != name:
         return None
     backend = candidate.get_backend()
@@ -133,7 +143,14 @@ def resolve_definition(name: str, version: str) -> registry.WorkDefinition | Non
     if task is None:
         return None
     backend = task.get_backend()
-    resolved = backend.resolved_options(task)
+    try:
+        resolved = backend.resolved_options(task)
+    except InvalidTask:
+        # Options the backend was built with but refuses for this task (TASK_OPTIONS values
+        # are checked when used). Raising escaped the worker's claim, as an import error did.
+        log.exception("durable task options are invalid; its Work is treated as having no "
+                      "definition in this process: task=%s", name)
+        return None
     if resolved.version != version:
         return None  # Work of another version: the runtime suspends it (unknown_definition).
     return definition_for(task, resolved)
