@@ -252,6 +252,9 @@ class _Operations:
             "operation": op,
             "rows": rows,
             "missing": len(ids) - len(rows),
+            # Rows the detail page would not offer this operation for (its state or reason):
+            # the page says so before the POST, so a mixed selection is not read as all-done.
+            "not_offered": [row for row in rows if not op.applies_to(row)],
             "form": form,
             "ids": ",".join(str(r.pk) for r in rows),
             "scope_param": scoping.SCOPE_PARAM,
