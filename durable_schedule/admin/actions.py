@@ -32,7 +32,7 @@ from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 
 from durable_schedule.admin import scoping, timeline
-from durable_schedule.errors import DurableError, InvalidArgument
+from durable_schedule.errors import DurableError, InvalidArgument, WorkStateConflict
 from durable_schedule.evaluation.cron.fence import REASON as TZ_RULES_CHANGED
 
 #: The most rows one operation handles (the ids travel in the URL).
@@ -252,6 +252,9 @@ class _Operations:
             "operation": op,
             "rows": rows,
             "missing": len(ids) - len(rows),
+            # Rows the detail page would not offer this operation for (its state or reason):
+            # the page says so before the POST, so a mixed selection is not read as all-done.
+            "not_offered": [row for row in rows if not op.applies_to(row)],
             "form": form,
             "ids": ",".join(str(r.pk) for r in rows),
             "scope_param": scoping.SCOPE_PARAM,
@@ -446,19 +449,58 @@ WORK_OPERATIONS = {
                              "resume", "resume_work", ReleaseForm, frozenset({"suspended"}),
                              "Resume…", frozenset({"unknown_definition", "reconciler_missing"}),
                              WORK_CONFIRM),
+    # Running Work is offered only once its lease has ended by the database clock, what
+    # work.cancel allows (WorkOperations.operations_for, cancel_verdict).
     "cancel_work": Operation("cancel_work", "Cancel Work", "cancel", "cancel_work",
-                             CancelWorkForm, frozenset({"pending", "suspended"}), "Cancel…",
-                             None, WORK_CONFIRM),
+                             CancelWorkForm, frozenset({"pending", "suspended", "running"}),
+                             "Cancel…", None, WORK_CONFIRM),
 }
+
+
+def lease_lapsed(row, now) -> bool:
+    """Running Work whose lease has ended by the database clock ``now`` (work.cancel's rule:
+    the lease end is exclusive)."""
+    return row.state == "running" and (row.lease_expires_at is None
+                                       or row.lease_expires_at <= now)
+
+
+def cancel_verdict(row, now) -> str:
+    """What ``work.cancel`` would do with ``row`` at ``now``, as the confirmation page says it
+    for each selected row (the call itself decides, on the row it locks)."""
+    if row.state == "canceled":
+        return "unchanged: already canceled"
+    if row.state in ("pending", "suspended"):
+        return "will be canceled"
+    if row.state == "running":
+        if lease_lapsed(row, now):
+            return "will be canceled: its lease has ended (its permit stays unresolved)"
+        return (f"refused ({WorkStateConflict.code}): running under a live lease until "
+                f"{timeline.stamp(row.lease_expires_at)}")
+    return f"refused ({WorkStateConflict.code}): the Work is {row.state} (terminal)"
 
 
 class WorkOperations(_Operations):
     operations = WORK_OPERATIONS
-    actions = ("record_proof_selected",)
+    actions = ("record_proof_selected", "cancel_selected_work")
     operation_template = "admin/durable_schedule/proof_confirm.html"
+
+    def operations_for(self, request, obj) -> list[dict]:
+        """As for every row, minus *Cancel…* for running Work whose lease still holds by the
+        database clock (work.cancel refuses it, DS217)."""
+        offered = super().operations_for(request, obj)
+        if obj.state == "running" and not lease_lapsed(obj, timeline.database_now(request)):
+            offered = [op for op in offered if op["name"] != "cancel_work"]
+        return offered
 
     def has_record_work_proof_permission(self, request):
         return self.has_operation_permission(request, self.operations["proof"])
+
+    def has_cancel_work_permission(self, request):
+        return self.has_operation_permission(request, self.operations["cancel_work"])
+
+    @admin.action(description="Cancel selected Work (terminal)…", permissions=["cancel_work"])
+    def cancel_selected_work(self, request, queryset):
+        return _redirect_to_operation(self, request, queryset, "cancel_work")
 
     @admin.action(description="Record Applied / NotApplied proof for selected Work…",
                   permissions=["record_work_proof"])
@@ -466,6 +508,9 @@ class WorkOperations(_Operations):
         return _redirect_to_operation(self, request, queryset, "proof")
 
     def operation_rows_context(self, request, op, rows) -> dict:
+        if op.name == "cancel_work":
+            now = timeline.database_now(request)
+            return {"verdicts": {row.pk: cancel_verdict(row, now) for row in rows}}
         if op.name != "proof":
             return {}
         # The permit each proof resolves: the most recent unresolved admitted one
@@ -482,7 +527,11 @@ class WorkOperations(_Operations):
             call_api = work.resume if op.name == "resume_work" else work.cancel
 
             def call():
-                return f"now {call_api(row.scope_id, row.work_id, actor=actor)}."
+                state = call_api(row.scope_id, row.work_id, actor=actor)
+                if op.name == "cancel_work" and row.state == "canceled":
+                    # work.cancel changes nothing for canceled Work (no history either).
+                    return "unchanged, the Work was already canceled."
+                return f"now {state}."
 
             self._report(request, label, call)
             return

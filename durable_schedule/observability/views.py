@@ -7,8 +7,11 @@ Include it in the project's urls::
 
 The page reveals queue sizes, runner hosts and pids: it must not be public. The view admits a
 request that carries ``Authorization: Bearer <DURABLE_SCHEDULE["METRICS_TOKEN"]>`` (Prometheus'
-``authorization`` scrape setting) or comes from an active staff user; anything else is a 403,
-so an include without a token configured serves staff only. Restrict it at the network as well.
+``authorization`` scrape setting) or comes from an active staff user who holds
+``durable_schedule.view_runnerheartbeat`` -- the permission that opens the admin's health
+dashboard, which shows the same runner hosts, pids and queue totals; anything else is a 403, so
+an include without a token configured serves those users only. Restrict it at the network as
+well.
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ from durable_schedule import conf
 from durable_schedule.errors import MetricsUnavailable
 from durable_schedule.observability import metrics as _metrics
 
+#: What a logged-in user needs (with is_staff) to read the page: the health dashboard's
+#: permission (docs/operations.md "Metrics").
+METRICS_PERMISSION = "durable_schedule.view_runnerheartbeat"
+
 
 def _allowed(request: HttpRequest) -> bool:
     token = conf.metrics_token()
@@ -31,7 +38,10 @@ def _allowed(request: HttpRequest) -> bool:
             header[len("Bearer "):].encode(), token.encode()):
         return True
     user = getattr(request, "user", None)
-    return bool(user is not None and user.is_active and user.is_staff)
+    # Staff alone is not enough: a staff user granted only, say, the schedules' pages must not
+    # read the runners' hosts and pids here when the health dashboard refuses them.
+    return bool(user is not None and user.is_active and user.is_staff
+                and user.has_perm(METRICS_PERMISSION))
 
 
 @never_cache
@@ -39,8 +49,10 @@ def _allowed(request: HttpRequest) -> bool:
 def metrics(request: HttpRequest) -> HttpResponse:
     """Process metrics of this (web) process plus the store gauges, read now."""
     if not _allowed(request):
-        return HttpResponseForbidden("durable_schedule metrics: bearer token or staff login "
-                                     "required\n", content_type="text/plain")
+        return HttpResponseForbidden("durable_schedule metrics: bearer token, or a staff "
+                                     "login with the runners view permission "
+                                     f"({METRICS_PERMISSION}), required\n",
+                                     content_type="text/plain")
     try:
         body, content_type = _metrics.exposition(include_store=True)
     except MetricsUnavailable as exc:

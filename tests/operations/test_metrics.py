@@ -116,6 +116,15 @@ def test_exposition__store_gauges_are_read_from_the_database(clock, define):
     assert "durable_schedule_pass_duration_seconds_bucket" in text  # process metrics too
 
 
+def metrics_reader(username):
+    """Staff holding the permission the metrics view asks of a logged-in user."""
+    from django.contrib.auth.models import Permission
+
+    user = User.objects.create_user(username, is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_runnerheartbeat"))
+    return user
+
+
 def test_view__refuses_anonymous_and_wrong_token_serves_staff_and_token(client, clock):
     url = "/durable/metrics"
     assert client.get(url).status_code == 403
@@ -126,7 +135,7 @@ def test_view__refuses_anonymous_and_wrong_token_serves_staff_and_token(client, 
         page = client.get(url, HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
         assert page.status_code == 200
         assert b"durable_schedule_store_up 1.0" in page.content
-    staff = User.objects.create_user("ops", is_staff=True)
+    staff = metrics_reader("ops")
     client.force_login(staff)
     assert client.get(url).status_code == 200
     staff.is_staff = False
@@ -141,7 +150,7 @@ def test_view__a_token_breaking_the_rule_admits_nobody_by_token(client, clock, b
     url = "/durable/metrics"
     with override_settings(DURABLE_SCHEDULE={"METRICS_TOKEN": bad}):
         assert client.get(url, HTTP_AUTHORIZATION=f"Bearer {bad}").status_code == 403
-        staff = User.objects.create_user("ops", is_staff=True)
+        staff = metrics_reader("ops")
         client.force_login(staff)
         assert client.get(url).status_code == 200
 
@@ -195,7 +204,7 @@ def test_without_prometheus_client__view_is_501_and_exposition_is_ds429(client, 
     assert err.value.code == "DS429"
     # Recording still works (a no-op): a pass never fails for want of the extra.
     assert metrics.observe_pass("work", {"claimed": 1}, 0.1) == {"claimed": 1}
-    client.force_login(User.objects.create_user("ops2", is_staff=True))
+    client.force_login(metrics_reader("ops2"))
     page = client.get("/durable/metrics")
     assert page.status_code == 501 and b"DS429" in page.content
 
