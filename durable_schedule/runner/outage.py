@@ -41,9 +41,11 @@ log = logging.getLogger("durable_schedule.runner")
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 10.0
 
-#: Besides class 08: server shutdown and start-up, and a server that went read-only under the
-#: runner (a failover's demoted primary or a standby; runner/retry.py RECONNECT_SQLSTATES).
-_CONNECTION_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "25006"})
+#: Besides class 08: server shutdown and start-up, a session the server ended for idling
+#: (idle_session_timeout 57P05, idle_in_transaction_session_timeout 25P03), and a server that
+#: went read-only under the runner (a failover's demoted primary or a standby;
+#: runner/retry.py RECONNECT_SQLSTATES).
+_CONNECTION_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "57P05", "25P03", "25006"})
 
 
 def is_connection_loss(exc: BaseException) -> bool:

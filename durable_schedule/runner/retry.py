@@ -42,6 +42,11 @@ TRANSIENT_SQLSTATES = frozenset({
     "57P01",  # admin_shutdown (pg_terminate_backend)
     "57P02",  # crash_shutdown
     "57P03",  # cannot_connect_now
+    # idle_session_timeout and idle_in_transaction_session_timeout set on the role or the
+    # database: the server ended the session (a runner's connection idles between passes);
+    # a fresh connection carries on.
+    "57P05",  # idle_session_timeout
+    "25P03",  # idle_in_transaction_session_timeout
     "08000", "08003", "08006", "08001", "08004",  # connection exceptions
     # protocol_violation: PgBouncer reports its own connection failures with it ("server conn
     # crashed?" when the server connection behind a client dies mid-transaction, seen in the
