@@ -34,7 +34,14 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from durable_schedule.barriers import SCHEDULE_WORK_AFTER_ACCEPTANCE, barrier
-from durable_schedule.errors import OccurrenceLinkConflict, ScopeLost, WrongRole
+from durable_schedule.errors import (
+    DurableError,
+    OccurrenceLinkConflict,
+    PayloadNotEncodable,
+    PayloadTooLarge,
+    ScopeLost,
+    WrongRole,
+)
 from durable_schedule.evaluation.isotext import utc_iso_us
 from durable_schedule.frozen import maker
 from durable_schedule.schedules.records import run
@@ -178,6 +185,38 @@ def link_conflict(identity: OccurrenceIdentity, derived: WorkLink) -> Occurrence
     return _conflict(identity, derived, {}, "the occurrence was linked concurrently")
 
 
+#: ``context["refused"]`` of an error raised while the stored target was read into a Work
+#: request: the stored row itself is refused (the same answer on every pass, nothing read from
+#: the database), so the processor quarantines the schedule (docs/protocol/runner.md).
+STORED_TARGET = "stored_target"
+
+
+def target_refusal(error: DurableError) -> str:
+    """The short cause a quarantine's evidence records for a refused stored target."""
+    if isinstance(error, PayloadTooLarge):
+        return "payload_too_large"
+    if isinstance(error, PayloadNotEncodable):
+        return "payload_not_encodable"
+    return "invalid_target"
+
+
+def stored_request(target_json: Any, derived: WorkLink, now: datetime,
+                   due_at: datetime | None):
+    """The Work request of an occurrence, from the generation's stored target. The target is
+    validated again here, with this code's bounds: a row written by hand, or one a later
+    release bounds more tightly (a payload over the Work cap, DS250; one the codec no longer
+    encodes, DS209), raises its own DS error marked ``refused=stored_target``. This touches
+    no database, so such an error is never transient."""
+    try:
+        return WorkTarget.from_json(target_json).to_request(
+            command_id=derived.command, idempotency_key=derived.idempotency_key,
+            work_id=derived.work_id, accepted_base=now, due_at=due_at)
+    except DurableError as exc:
+        exc.context["refused"] = STORED_TARGET
+        exc.context.setdefault("reason", target_refusal(exc))
+        raise
+
+
 @dataclass(frozen=True)
 class Bridged:
     link: WorkLink
@@ -223,9 +262,7 @@ def bridge(cur, identity: OccurrenceIdentity, target_json: Any, now: datetime, *
         return Bridged(stored, created=False)
     if state != "pending":
         raise _conflict(identity, derived, {"state": state}, "the occurrence is not pending")
-    request = WorkTarget.from_json(target_json).to_request(
-        command_id=derived.command, idempotency_key=derived.idempotency_key,
-        work_id=derived.work_id, accepted_base=now, due_at=due_at)
+    request = stored_request(target_json, derived, now, due_at)
     accepted = accept_in_scope(cur, identity.scope_id, request,
                                source_occurrence_id=occurrence_id)
     barrier(SCHEDULE_WORK_AFTER_ACCEPTANCE)

@@ -51,7 +51,12 @@ from durable_schedule.errors import (
 from durable_schedule.evaluation import jitter as jittering
 from durable_schedule.evaluation.decision import Decision
 from durable_schedule.processor import lifecycle as hooks
-from durable_schedule.processor.bridge import OccurrenceIdentity, bridge, link_conflict
+from durable_schedule.processor.bridge import (
+    STORED_TARGET,
+    OccurrenceIdentity,
+    bridge,
+    link_conflict,
+)
 from durable_schedule.processor.dispatcher import Claim
 from durable_schedule.processor.evaluate import evaluate_pass, generation_fence
 from durable_schedule.schedules import records
@@ -92,8 +97,15 @@ QUARANTINE_REASON = "unevaluable"
 
 def is_quarantinable(exc: BaseException) -> bool:
     """A stored row this code cannot evaluate (tampered or foreign spec, unknown kind or
-    evaluator version, a stored policy that no longer validates): quarantine it, don't die."""
+    evaluator version, a stored policy that no longer validates) or whose stored target it
+    cannot accept as Work: quarantine it, don't die."""
     if isinstance(exc, UnevaluableGeneration):
+        return True
+    if isinstance(exc, DurableError) and exc.context.get("phase") == "bridge" \
+            and exc.context.get("refused") == STORED_TARGET:
+        # The stored target no longer makes a Work request this code accepts (a payload over
+        # the Work cap, DS250; one the codec refuses, DS209; a field that no longer
+        # validates): the same refusal on every pass, so the schedule is quarantined.
         return True
     return isinstance(exc, ScheduleError) and exc.context.get("phase") == "evaluate"
 

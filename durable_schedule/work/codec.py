@@ -27,6 +27,9 @@ _MAX_DEPTH = 64
 #: before anything is written, instead of failing the caller's statement (or an outcome's group
 #: commit) with a database error.
 MAX_JSON_BYTES = 32 * 1024 * 1024
+#: The default ``limit`` of the functions below: :data:`MAX_JSON_BYTES` as it is when called
+#: (not as it was when this module was imported), so every bound reads the one constant.
+CAP: Any = object()
 
 
 @runtime_checkable
@@ -106,11 +109,13 @@ _SCAN = json.JSONDecoder().scan_once
 
 
 def canonical_text_and_bytes(value: Any, field: str = "payload", *,
-                             limit: int | None = MAX_JSON_BYTES) -> tuple[str, bytes]:
+                             limit: int | None = CAP) -> tuple[str, bytes]:
     """The canonical JSON text of ``value`` (sorted keys, compact, UTF-8 safe) and its UTF-8
     bytes (the encoding that proves the text UTF-8 safe is the one the fingerprint hashes).
     More than ``limit`` bytes raise PayloadTooLarge (DS250); ``None`` for values that are
     not stored as one ``jsonb`` (a hash key)."""
+    if limit is CAP:
+        limit = MAX_JSON_BYTES
     _check(value, field)
     try:
         text = _CANONICAL.encode(value) if _ENCODE_CHUNKS is None else "".join(
@@ -125,7 +130,7 @@ def canonical_text_and_bytes(value: Any, field: str = "payload", *,
 
 
 def canonical_json(value: Any, field: str = "payload", *,
-                   limit: int | None = MAX_JSON_BYTES) -> str:
+                   limit: int | None = CAP) -> str:
     """The canonical JSON text of ``value`` (sorted keys, compact, UTF-8 safe)."""
     return canonical_text_and_bytes(value, field, limit=limit)[0]
 
@@ -141,7 +146,7 @@ def from_canonical(text: str) -> Any:
 
 
 def json_value(value: Any, field: str = "payload", *,
-               limit: int | None = MAX_JSON_BYTES) -> Any:
+               limit: int | None = CAP) -> Any:
     """A detached copy of ``value`` as plain JSON types (tuples become lists)."""
     return from_canonical(canonical_json(value, field, limit=limit))
 
