@@ -165,3 +165,33 @@ def test_transient_error_in_the_bridge_is_retried_never_quarantined(
     counts = run_pass(committed_clock, T0 + 2 * HOUR, batch_size=1)  # after the lease expired
     assert (counts.materialized, counts.suspended) == (1, 0)
     assert definition("s")["state"] == "active"
+
+
+@pytest.mark.django_db
+def test_tampered_row_over_the_real_32_mib_cap__quarantined_ds250(clock, target):
+    """The row as a hand-written change leaves it: the real cap, no lowered constant."""
+    size = codec.MAX_JSON_BYTES + 1024
+    clock.set(T0)
+    create("huge", schedules.Every(HOUR), target)
+    create("fine", schedules.Every(HOUR), target)
+    # Generation 2 is generation 1 with the payload written server-side (not encoded here).
+    assert rows(
+        "insert into durable_schedule_generation (scope_id, schedule_id, generation, kind,"
+        " spec, accepted_at_utc, target, overlap_policy, misfire_policy, safety_window,"
+        " evaluator_version, created_by) select scope_id, schedule_id, 2, kind, spec,"
+        " accepted_at_utc, jsonb_set(target, '{payload,report}', to_jsonb(repeat('x', %s))),"
+        " overlap_policy, misfire_policy, safety_window, evaluator_version, created_by"
+        " from durable_schedule_generation where schedule_id = 'huge' returning id",
+        (size,),
+    )
+    assert rows(
+        "update durable_schedule_definition set active_generation = 2"
+        " where schedule_id = 'huge' returning id"
+    )
+    counts = run_pass(clock, T0 + HOUR + SECOND)
+    assert (counts.materialized, counts.suspended) == (1, 1)
+    ev = definition("huge")["suspension_evidence"]
+    assert (ev["code"], ev["context"]["reason"]) == ("DS250", "payload_too_large")
+    assert ev["context"]["size"] > size and ev["context"]["limit"] == codec.MAX_JSON_BYTES
+    assert occurrences("huge") == []
+    assert definition("fine")["state"] == "active"
