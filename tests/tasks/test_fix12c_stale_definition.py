@@ -7,6 +7,8 @@ with LookupError, retried under the policy until the attempts ran out."""
 from __future__ import annotations
 
 import importlib
+import os
+import subprocess
 import sys
 import uuid
 
@@ -18,7 +20,9 @@ from durable_schedule import work
 from durable_schedule.store.models import Work
 from durable_schedule.tasks.compat import TaskResultStatus
 from durable_schedule.work import registry
+from tests.conftest import database_url
 from tests.tasks.conftest import SCOPE, run_pass
+from tests.work.test_crash import ROOT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -106,3 +110,37 @@ def test_work_of_a_version_the_task_no_longer_has_is_suspended_as_in_a_fresh_wor
         registry._unregister(demo_tasks.add.module_path, "v1")
     run_pass(max_items=5)
     assert outcome(old.id) == ("suspended", "unknown_definition", 0, "DS201")
+
+
+def test_the_enqueuing_process_and_a_separate_worker_process_decide_alike(stale, committed_clock):
+    # Two real processes: a `manage.py process_work` subprocess, which never imported the task,
+    # and this process, which enqueued it. Before the fix the subprocess suspended its Work and
+    # this process admitted its own and failed it with LookupError (pending, attempt 1).
+    module, deploy = stale
+    ids = [module.billing.enqueue(n).id for n in (1, 2)]
+    deploy(DEPLOYS["removed"], fresh_worker=False)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DURABLE_SCHEDULE_CRASH")}
+    env["DATABASE_URL"] = database_url()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "testproject/manage.py",
+            "process_work",
+            "--lease-owner",
+            "subprocess",
+            "--max-items",
+            "1",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    by_subprocess = [i for i in ids if outcome(i)[0] == "suspended"]
+    assert len(by_subprocess) == 1  # the other is still pending, for this process
+    run_pass(max_items=5)
+    (by_this_process,) = set(ids) - set(by_subprocess)
+    assert outcome(by_this_process) == outcome(by_subprocess[0])
+    assert outcome(by_this_process) == ("suspended", "unknown_definition", 0, "DS201")
