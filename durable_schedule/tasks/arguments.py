@@ -26,69 +26,80 @@ _LONG_INT_BITS = 14_000
 
 def to_json(args: Any, kwargs: Any) -> dict[str, Any]:
     """``{"args": [...], "kwargs": {...}}`` as plain JSON values, or DS241 naming the path."""
-    return {"args": _value(list(args), "args"), "kwargs": _value(dict(kwargs), "kwargs")}
+    return {"args": _value(list(args), "args", ARGUMENT),
+            "kwargs": _value(dict(kwargs), "kwargs", ARGUMENT)}
 
 
-def _value(value: Any, path: str, depth: int = 0) -> Any:
+#: What the walk's messages name: an argument at enqueue, the return value in the worker (an
+#: operator reading a failed attempt must not be told an argument was at fault).
+ARGUMENT = "a task argument"
+RETURN_VALUE = "the task's return value"
+
+
+def _value(value: Any, path: str, what: str, depth: int = 0) -> Any:
     if depth > MAX_DEPTH:
-        raise InvalidTaskArguments(f"a task argument nests deeper than {MAX_DEPTH} levels",
+        raise InvalidTaskArguments(f"{what} nests deeper than {MAX_DEPTH} levels",
                                    path=path[:200], got=type(value).__name__)
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
-        _storable(value, path)
+        _storable(value, path, what)
         return value
     if isinstance(value, int):
         if value.bit_length() > _LONG_INT_BITS:
-            _writable(value, path)
+            _writable(value, path, what)
         return int(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise InvalidTaskArguments("a task argument is not a finite number", path=path,
+            raise InvalidTaskArguments(f"{what} is not a finite number", path=path,
                                        got=repr(value))
         return value
     if isinstance(value, (list, tuple)):
-        return [_value(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value)]
+        return [_value(item, f"{path}[{i}]", what, depth + 1) for i, item in enumerate(value)]
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise InvalidTaskArguments("a task argument's dict keys must be strings",
+                raise InvalidTaskArguments(f"{what}'s dict keys must be strings",
                                            path=f"{path}[{key!r}]", got=type(key).__name__)
-            _storable(key, f"{path}[{key!r}]")
-            out[key] = _value(item, f"{path}[{key!r}]", depth + 1)
+            _storable(key, f"{path}[{key!r}]", what)
+            out[key] = _value(item, f"{path}[{key!r}]", what, depth + 1)
         return out
-    raise InvalidTaskArguments("a task argument is not a JSON value", path=path,
+    raise InvalidTaskArguments(f"{what} is not a JSON value", path=path,
                                got=type(value).__name__)
 
 
-def _storable(text: str, path: str) -> None:
+def _storable(text: str, path: str, what: str) -> None:
     # JSON has them, jsonb does not: the store would refuse the payload (DS209) without saying
     # which argument carried them.
     if "\x00" in text:
-        raise InvalidTaskArguments("a task argument holds a NUL character, which the store "
+        raise InvalidTaskArguments(f"{what} holds a NUL character, which the store "
                                    "(jsonb) refuses", path=path[:200], got="str")
     if not text.isascii():
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
-            raise InvalidTaskArguments("a task argument holds an unpaired surrogate, which is "
+            raise InvalidTaskArguments(f"{what} holds an unpaired surrogate, which is "
                                        "not UTF-8", path=path[:200], got="str") from None
 
 
-def _writable(number: int, path: str) -> None:
+def _writable(number: int, path: str, what: str) -> None:
     """An int too long for Python's int-to-text limit (``sys.set_int_max_str_digits``)."""
     try:
         str(number)
     except ValueError:
-        raise InvalidTaskArguments("a task argument is an integer too long to write as JSON",
+        raise InvalidTaskArguments(f"{what} is an integer too long to write as JSON",
                                    path=path[:200], got="int") from None
 
 
 def return_value(value: Any) -> Any:
-    """The task's return value as JSON, or TypeError (the attempt fails, as Django's do)."""
+    """The task's return value as JSON, or TypeError (the attempt fails, as Django's do).
+
+    The message names the return value and the path inside it (``return value['rows'][3] is
+    set``), never "a task argument": the arguments were accepted at enqueue.
+    """
     try:
-        return _value(value, "return value")
+        return _value(value, "return value", RETURN_VALUE)
     except InvalidTaskArguments as exc:
-        raise TypeError(f"the task returned a value that is not JSON ({exc.message}: "
-                        f"{exc.context.get('path')} is {exc.context.get('got')})") from None
+        raise TypeError(f"{exc.message}: {exc.context.get('path')} is "
+                        f"{exc.context.get('got')}") from None

@@ -52,8 +52,22 @@ def definition_for(task: Task, resolved: ResolvedOptions) -> registry.WorkDefini
                                       "version exists already", task=name,
                                       version=resolved.version) from None
         definition.executor(_Executor(name))
+        definition.still_defined = lambda: _resolves(name, resolved.version)
         _attach_reconciler(task, definition)
         return definition
+
+
+def _resolves(name: str, version: str) -> bool:
+    """Whether a process that never registered ``name`` would define it at ``version`` now.
+
+    Asked by registry.lookup for a task definition this process registered (when it enqueued
+    the task or first ran its Work). Without it a task renamed, removed or no longer importable
+    since then (or whose options now refuse it, or give it another version) stayed registered
+    here: every attempt was admitted and failed with LookupError, retried until the attempts
+    ran out, while a fresh worker suspended the same Work (unknown_definition). Now both
+    suspend it.
+    """
+    return _resolved_task(name, version) is not None
 
 
 def _same_options(definition: registry.WorkDefinition, resolved: ResolvedOptions,
@@ -109,6 +123,11 @@ def _attach_reconciler(task: Task, definition: registry.WorkDefinition) -> None:
 
 def task_for_name(name: str) -> Task | None:
     """The module-level durable task called ``name``, or None (see the module docstring)."""
+    found = _task_and_backend(name)
+    return None if found is None else found[0]
+
+
+def _task_and_backend(name: str) -> tuple[Task, Any] | None:
     from durable_schedule.tasks.backend import DurableBackend
 
     module_path, _, attr = name.rpartition(".")
@@ -129,7 +148,7 @@ def task_for_name(name: str) -> Task | None:
     if not isinstance(candidate, Task) or candidate.module_path != name:
         return None
     backend = candidate.get_backend()
-    return candidate if isinstance(backend, DurableBackend) else None
+    return (candidate, backend) if isinstance(backend, DurableBackend) else None
 
 
 def inside_installed_app(module_path: str) -> bool:
@@ -139,10 +158,18 @@ def inside_installed_app(module_path: str) -> bool:
 
 def resolve_definition(name: str, version: str) -> registry.WorkDefinition | None:
     """Registry fallback: define the task called ``name`` if it runs at ``version``."""
-    task = task_for_name(name)
-    if task is None:
+    found = _resolved_task(name, version)
+    if found is None:
         return None
-    backend = task.get_backend()
+    return definition_for(*found)
+
+
+def _resolved_task(name: str, version: str) -> tuple[Task, ResolvedOptions] | None:
+    """The task called ``name`` and its options, if it runs at ``version``; else None."""
+    found = _task_and_backend(name)
+    if found is None:
+        return None
+    task, backend = found
     try:
         resolved = backend.resolved_options(task)
     except InvalidTask:
@@ -153,7 +180,7 @@ def resolve_definition(name: str, version: str) -> registry.WorkDefinition | Non
         return None
     if resolved.version != version:
         return None  # Work of another version: the runtime suspends it (unknown_definition).
-    return definition_for(task, resolved)
+    return task, resolved
 
 
 #: What fails an attempt when a task raises it (work/runtime.py ``_ESCAPED_SIGNALS``): any
@@ -181,6 +208,8 @@ class _Executor:
 
         task = task_for_name(self.name)
         if task is None:
+            # Only when the task went away between the claim (registry.lookup asked
+            # _resolves, and a task already gone is suspended there) and this call.
             raise LookupError(f"task {self.name!r} can no longer be imported")
         backend = task.get_backend()
         task_result = results.running(task, backend, ctx, payload)

@@ -66,6 +66,11 @@ class WorkDefinition:
         self.codec = codec
         self.executor_fn: Executor | None = None
         self.reconciler_fn: Reconciler | None = None
+        #: ``fn() -> bool``, asked by :func:`lookup` each time: False when the code behind a
+        #: definition registered on demand is gone (the tasks backend's: a task renamed, removed
+        #: or no longer importable), so this process treats the name as unknown, as a process
+        #: that never registered it does, instead of admitting attempts that cannot run.
+        self.still_defined: Callable[[], bool] | None = None
 
     def __repr__(self) -> str:
         return f"<WorkDefinition {self.name} {self.version} {self.safety.value}>"
@@ -198,6 +203,8 @@ def lookup(name: str, version: str) -> WorkDefinition | None:
                               got=f"{type(name).__name__}, {type(version).__name__}")
     found = _REGISTRY.get((name, version))
     if found is not None:
+        if found.still_defined is not None and not found.still_defined():
+            return None
         return found
     for resolve in tuple(_RESOLVERS):
         found = resolve(name, version)
