@@ -41,7 +41,7 @@ def drop_broken_connections() -> None:
     Called after a failed attempt (a dead connection shows as the executor's error): the
     success path pays nothing, only a connection that saw an error pays for the one round
     trip, and ``CONN_MAX_AGE`` is not applied here: the thread keeps its healthy connection
-    across passes.
+    across passes. Closing one notes a connection loss (:func:`note_connection_loss`).
     """
     for conn in connections.all(initialized_only=True):
         if conn.connection is None or not conn.errors_occurred or conn.in_atomic_block:
@@ -50,6 +50,9 @@ def drop_broken_connections() -> None:
             conn.errors_occurred = False
         else:
             conn.close()
+            # Whatever cut this one (a restart, a failover) most likely cut the other slots'
+            # idle connections too: they check theirs before their next job.
+            note_connection_loss()
 
 
 async def drop_broken_sync_connections() -> None:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import queue
 
 import pytest
-from django.db import connection, connections
+from django.db import OperationalError, connection, connections
 
 from durable_schedule.runner.retry import run_with_retry
 from durable_schedule.work import concurrency
+from durable_schedule.work.broken_connections import drop_broken_connections
 from tests.runner.loophelpers import sql
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -75,6 +76,26 @@ def test_slot__after_the_runner_retried_a_connection_loss_its_dead_connection_is
     assert value != slot_pid
     # Once per loss: the next job keeps the healthy new connection.
     assert run_on(pool, backend_pid) == ("ok", value)
+
+
+def test_slot__after_another_slot_dropped_a_dead_connection_its_own_is_replaced(
+    pool_without_health_checks,
+):
+    # This (the test's) thread plays the slot whose attempt met the cut first: its failed
+    # attempt drops the dead connection, which tells the other slots to check theirs.
+    pool = pool_without_health_checks
+    kind, slot_pid = run_on(pool, backend_pid)
+    assert kind == "ok", slot_pid
+    first_pid = backend_pid()
+    assert sql("select pg_terminate_backend(%s)", (slot_pid,)) == [(True,)]
+    assert sql("select pg_terminate_backend(%s)", (first_pid,)) == [(True,)]
+    with pytest.raises(OperationalError):
+        backend_pid()  # the first slot's attempt fails on the cut
+    drop_broken_connections()
+    assert backend_pid() != first_pid
+    kind, value = run_on(pool, backend_pid)
+    assert kind == "ok", f"the slot's next job failed on its dead connection: {value!r}"
+    assert value != slot_pid
 
 
 def test_slot__without_a_noted_loss_a_cut_connection_still_shows_in_the_next_job(
