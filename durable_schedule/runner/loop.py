@@ -35,6 +35,7 @@ import psycopg
 from durable_schedule import conf
 from durable_schedule.runner import committed, outage, pooler, state
 from durable_schedule.runner.retry import run_with_retry
+from durable_schedule.work.broken_connections import note_connection_loss
 
 log = logging.getLogger("durable_schedule.runner")
 
@@ -179,6 +180,7 @@ def run_loop(
             except Exception as exc:
                 if not outage.is_connection_loss(exc):
                     raise
+                note_connection_loss()  # the slot threads check theirs before their next job
                 if listener is not None:
                     listener.close()
                     listener = None

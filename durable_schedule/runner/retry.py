@@ -117,6 +117,15 @@ def _reset_connections(reconnect: bool = False) -> None:
     close_old_connections()
 
 
+def _note_if_connection_loss(exc: BaseException) -> None:
+    """A cut connection here means the slot threads' idle ones were most likely cut too."""
+    from durable_schedule.runner.outage import is_connection_loss
+    from durable_schedule.work.broken_connections import note_connection_loss
+
+    if is_connection_loss(exc):
+        note_connection_loss()
+
+
 def run_with_retry(
     phase: str,
     fn: Callable[[], T],
@@ -149,5 +158,6 @@ def run_with_retry(
                 extra={"phase": phase, "sqlstate": sqlstate_of(exc), **identity},
             )
             _reset_connections(reconnect=sqlstate_of(exc) in RECONNECT_SQLSTATES)
+            _note_if_connection_loss(exc)
             sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover

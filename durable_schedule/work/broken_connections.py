@@ -10,8 +10,15 @@ database failed, for the life of the worker process.
 
 from __future__ import annotations
 
+import threading
+
 import psycopg
 from django.db import connections
+
+#: Bumped by :func:`note_connection_loss`; each slot thread remembers the value it last saw.
+_losses = 0
+_losses_lock = threading.Lock()
+_seen = threading.local()
 
 
 def _usable_and_writable(conn) -> bool:
@@ -34,7 +41,7 @@ def drop_broken_connections() -> None:
     Called after a failed attempt (a dead connection shows as the executor's error): the
     success path pays nothing, only a connection that saw an error pays for the one round
     trip, and ``CONN_MAX_AGE`` is not applied here: the thread keeps its healthy connection
-    across passes.
+    across passes. Closing one notes a connection loss (:func:`note_connection_loss`).
     """
     for conn in connections.all(initialized_only=True):
         if conn.connection is None or not conn.errors_occurred or conn.in_atomic_block:
@@ -43,6 +50,9 @@ def drop_broken_connections() -> None:
             conn.errors_occurred = False
         else:
             conn.close()
+            # Whatever cut this one (a restart, a failover) most likely cut the other slots'
+            # idle connections too: they check theirs before their next job.
+            note_connection_loss()
 
 
 async def drop_broken_sync_connections() -> None:
@@ -55,3 +65,28 @@ async def drop_broken_sync_connections() -> None:
         await sync_to_async(drop_broken_connections, thread_sensitive=True)()
     except Exception:  # noqa: BLE001, S110 -- best effort; the next failure tries again
         pass
+
+
+def note_connection_loss() -> None:
+    """The runner found one of its connections cut (a connection loss it retries or rides
+    out): a server restart, a failover or a restarted pooler cuts every connection of the
+    process at once, the idle ones of the slot threads too. Each slot thread checks its
+    connections before its next job (:func:`check_after_loss`)."""
+    global _losses
+    with _losses_lock:
+        _losses += 1
+
+
+def check_after_loss() -> None:
+    """In an executor thread before a job: when a connection loss was noted since this thread
+    last looked, check its connections (one round trip each, once per loss) and close the dead
+    or read-only ones, so the job's first query reconnects instead of failing the attempt."""
+    losses = _losses
+    if getattr(_seen, "losses", 0) == losses:
+        return
+    _seen.losses = losses
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is None or conn.in_atomic_block:
+            continue
+        if not _usable_and_writable(conn):
+            conn.close()

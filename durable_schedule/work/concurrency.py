@@ -38,7 +38,7 @@ from durable_schedule.barriers import (
     barrier,
 )
 from durable_schedule.work import aio, clock
-from durable_schedule.work.broken_connections import drop_broken_connections
+from durable_schedule.work.broken_connections import check_after_loss, drop_broken_connections
 from durable_schedule.work.outcome import AttemptOutcome
 from durable_schedule.work.passes import (
     commit_outcomes,
@@ -79,6 +79,7 @@ class _Pool:
                 if job is None:
                     return
                 _new_job_health_check()
+                check_after_loss()
                 job()
         finally:
             connections.close_all()
