@@ -229,20 +229,8 @@ def _check_task_values(alias: str, path: str, values: dict) -> None:
         return InvalidTaskOptions(f"OPTIONS['TASK_OPTIONS'][{path!r}]['{key}'] {why}",
                                   backend=alias, task=path, got=repr(values[key])[:200])
 
-    version = values.get("version")
-    if version is not None and (not isinstance(version, str) or not version):
-        raise bad("version", "must be a non-empty string")
-    if values.get("safety") is not None:
-        try:
-            ProviderSafety(values["safety"])
-        except ValueError:
-            raise bad("safety", "must be 'idempotent' or 'reconcile_before_retry'") from None
-    policy = values.get("policy")
-    if policy is not None and not isinstance(policy, ExecutionPolicy):
-        raise bad("policy", "must be an ExecutionPolicy")
-    after = values.get("deadline_after")
-    if after is not None and (not isinstance(after, timedelta) or after <= timedelta(0)):
-        raise bad("deadline_after", "must be a positive timedelta")
+    _check_values(values, ("version", "safety", "policy", "deadline_after"), bad,
+                  none_is_unset=True)
 
 
 def _check_queues(alias: str, queues: set) -> None:
@@ -268,20 +256,35 @@ def _check_defaults(alias: str, options: dict) -> None:
                                  or database not in connections.settings):
         # otherwise the first enqueue failed with Django's bare ConnectionDoesNotExist
         raise bad("DATABASE", "must name a database alias of DATABASES")
-    if "SAFETY" in options:
+    _check_values(options, ("VERSION", "SAFETY", "POLICY", "DEADLINE_AFTER"), bad,
+                  none_is_unset=False)
+
+
+def _check_values(values: dict, keys: tuple[str, str, str, str], bad, *,
+                  none_is_unset: bool) -> None:
+    """The option values the backend-wide defaults and each TASK_OPTIONS entry share, under
+    their own spellings (``keys``: version, safety, policy, deadline_after). A per-task None
+    means "the backend's default" (``none_is_unset``); a backend-wide VERSION or SAFETY given
+    as None is refused."""
+    version_key, safety_key, policy_key, after_key = keys
+
+    def given(key: str) -> bool:
+        return values.get(key) is not None if none_is_unset else key in values
+
+    if given(safety_key):
         try:
-            ProviderSafety(options["SAFETY"])
+            ProviderSafety(values[safety_key])
         except ValueError:
-            raise bad("SAFETY", "must be 'idempotent' or 'reconcile_before_retry'") from None
-    version = options.get("VERSION")
-    if "VERSION" in options and (not isinstance(version, str) or not version):
-        raise bad("VERSION", "must be a non-empty string")
-    policy = options.get("POLICY")
+            raise bad(safety_key, "must be 'idempotent' or 'reconcile_before_retry'") from None
+    version = values.get(version_key)
+    if given(version_key) and (not isinstance(version, str) or not version):
+        raise bad(version_key, "must be a non-empty string")
+    policy = values.get(policy_key)
     if policy is not None and not isinstance(policy, ExecutionPolicy):
-        raise bad("POLICY", "must be an ExecutionPolicy")
-    after = options.get("DEADLINE_AFTER")
+        raise bad(policy_key, "must be an ExecutionPolicy")
+    after = values.get(after_key)
     if after is not None and (not isinstance(after, timedelta) or after <= timedelta(0)):
-        raise bad("DEADLINE_AFTER", "must be a positive timedelta")
+        raise bad(after_key, "must be a positive timedelta")
 
 
 def _database_now(alias: str):
