@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 
 import psycopg
+from django.db import connection
 
 from tests.conftest import database_url
 
@@ -59,3 +61,25 @@ def stop(proc: subprocess.Popen, sig=signal.SIGTERM, timeout: float = 20.0) -> t
         out, _ = proc.communicate()
         raise AssertionError("the loop did not stop within the timeout:\n" + out) from None
     return proc.returncode, out
+
+
+def run_on(pool, fn):
+    """Run ``fn`` as one job of a ``--concurrency`` pool (a slot thread) and hand back
+    ``("ok", value)`` or ``("error", exception)``."""
+    box: queue.SimpleQueue = queue.SimpleQueue()
+
+    def job():
+        try:
+            box.put(("ok", fn()))
+        except BaseException as exc:  # noqa: BLE001 -- handed to the test thread
+            box.put(("error", exc))
+
+    pool.submit(job)
+    return box.get(timeout=60)
+
+
+def backend_pid():
+    """The backend pid of the calling thread's default connection."""
+    with connection.cursor() as cur:
+        cur.execute("select pg_backend_pid()")
+        return cur.fetchone()[0]

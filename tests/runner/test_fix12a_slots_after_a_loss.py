@@ -8,36 +8,15 @@ the loss was already known, and its retry then waited for the retry policy's bac
 
 from __future__ import annotations
 
-import queue
-
 import pytest
-from django.db import OperationalError, connection, connections
+from django.db import OperationalError, connections
 
 from durable_schedule.runner.retry import run_with_retry
 from durable_schedule.work import concurrency
 from durable_schedule.work.broken_connections import drop_broken_connections
-from tests.runner.loophelpers import sql
+from tests.runner.loophelpers import backend_pid, run_on, sql
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def run_on(pool, fn):
-    box: queue.SimpleQueue = queue.SimpleQueue()
-
-    def job():
-        try:
-            box.put(("ok", fn()))
-        except BaseException as exc:  # noqa: BLE001 -- handed to the test thread
-            box.put(("error", exc))
-
-    pool.submit(job)
-    return box.get(timeout=60)
-
-
-def backend_pid():
-    with connection.cursor() as cur:  # the calling thread's connection
-        cur.execute("select pg_backend_pid()")
-        return cur.fetchone()[0]
 
 
 @pytest.fixture

@@ -7,34 +7,13 @@ threads never see: before, the first attempt after the cut failed on the dead co
 
 from __future__ import annotations
 
-import queue
-
 import pytest
-from django.db import connection, connections
+from django.db import connections
 
 from durable_schedule.work import concurrency
-from tests.runner.loophelpers import sql
+from tests.runner.loophelpers import backend_pid, run_on, sql
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def run_on(pool, fn):
-    box: queue.SimpleQueue = queue.SimpleQueue()
-
-    def job():
-        try:
-            box.put(("ok", fn()))
-        except BaseException as exc:  # noqa: BLE001 -- handed to the test thread
-            box.put(("error", exc))
-
-    pool.submit(job)
-    return box.get(timeout=60)
-
-
-def backend_pid():
-    with connection.cursor() as cur:  # this thread's (the slot's) connection
-        cur.execute("select pg_backend_pid()")
-        return cur.fetchone()[0]
 
 
 @pytest.mark.parametrize("checks", [True, False])
