@@ -22,6 +22,7 @@ do not survive that (docs/operations.md "Prepared statements and connection pool
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 
@@ -81,13 +82,32 @@ def check_prepared_statements() -> None:
 
 
 def notify_works(listener: psycopg.Connection) -> bool:
-    """Send a notification to ``listener`` from another connection; True when it arrives."""
+    """Send a notification to ``listener`` from another connection; True when it arrives.
+
+    The self-test's ``LISTEN`` is taken back (``UNLISTEN``) before this returns, whatever the
+    answer: through a transaction-mode pooler it sits on a server session that the pooler never
+    resets and hands to its next client, which would otherwise inherit the registration (the
+    pooler runs the ``UNLISTEN`` on the same server session when it is still the free one, as
+    PgBouncer does with a server it has just used).
+    """
     channel = f"durable_selftest_{uuid.uuid4().hex[:16]}"
     token = uuid.uuid4().hex
     listener.execute(f"LISTEN {channel}")
-    with psycopg.connect(**connection_params(), autocommit=True) as sender:
-        sender.execute("select pg_notify(%s, %s)", [channel, token])
-    for note in listener.notifies(timeout=NOTIFY_SELFTEST_SECONDS):
-        if note.channel == channel and note.payload == token:
-            return True
-    return False
+    try:
+        with psycopg.connect(**connection_params(), autocommit=True) as sender:
+            sender.execute("select pg_notify(%s, %s)", [channel, token])
+        arrived = False
+        notes = listener.notifies(timeout=NOTIFY_SELFTEST_SECONDS)
+        try:
+            for note in notes:
+                if note.channel == channel and note.payload == token:
+                    arrived = True
+                    break
+        finally:
+            notes.close()  # releases the connection for the UNLISTEN below
+    except BaseException:
+        with contextlib.suppress(psycopg.Error):  # the first error is the one to report
+            listener.execute(f"UNLISTEN {channel}")
+        raise
+    listener.execute(f"UNLISTEN {channel}")
+    return arrived
