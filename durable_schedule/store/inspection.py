@@ -140,6 +140,14 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
     if problems:
         return problems
     problems.extend(memberships)
+    # The pinned search path names the app schema: whoever may create objects in it plants a
+    # function or table the store's functions and the owner's own statements resolve (an
+    # overload PostgreSQL prefers for an argument type runs with the caller's rights).
+    cur.execute(_q("schema_creators"), ([RUNTIME_ROLE, DISPATCHER_ROLE],))
+    problems.extend(
+        f"{who} may CREATE in schema {schema}: a function or table it plants there is "
+        f"resolved by the store's functions and the owner's statements (REVOKE CREATE ON "
+        f"SCHEMA {quoted} FROM {who})" for who, schema, quoted in cur.fetchall())
     # Attached history partitions carry their own grants: the parent's contract applies.
     partitions = drift.history_partitions(cur)
     contract = dict(RUNTIME_GRANTS)

@@ -15,6 +15,18 @@ select r.rolsuper, r.rolbypassrls,
               where m.member = r.oid order by 1)
   from pg_roles r where r.rolname = %s
 
+-- name: schema_creators -- who of PUBLIC and the given roles may CREATE in this schema (the
+-- store's pinned search path and the owner's unqualified statements resolve what they plant
+-- there). A role holding it only through PUBLIC is left to PUBLIC's row.
+with public_may as (
+    select exists (select from pg_namespace n, aclexplode(n.nspacl) a
+                    where n.nspname = current_schema() and a.grantee = 0
+                      and a.privilege_type = 'CREATE') as yes)
+select 'PUBLIC', current_schema()::text, quote_ident(current_schema()) from public_may where yes
+union all
+select r, current_schema()::text, quote_ident(current_schema()) from unnest(%s::text[]) as r, public_may
+ where not yes and has_schema_privilege(r, current_schema(), 'CREATE')
+
 -- name: dispatcher_visible_columns -- dispatch columns the dispatcher may SELECT.
 select a.attname from pg_attribute a
  where a.attrelid = 'durable_schedule_dispatch'::regclass and a.attnum > 0
