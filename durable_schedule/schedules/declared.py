@@ -138,11 +138,17 @@ def declare(schedule_id: str, spec: ScheduleSpec, *, target: WorkTarget, scope: 
     check.safety_window(safety_window)
     with _LOCK:
         existing = _DECLARED.get(decl.key)
-        if existing is not None and existing != decl:
+        if existing is not None and not _same(existing, decl):
             raise DeclarationConflict("this schedule is declared twice with different values",
                                       scope=decl.scope, schedule_id=decl.schedule_id)
         _DECLARED[decl.key] = decl
     return decl
+
+
+def _same(a: Declaration, b: Declaration) -> bool:
+    """Two declarations of one identity say the same thing: equal, and their payloads equal as
+    ``jsonb`` keeps them (Python's ``1 == True == 1.0`` holds, ``jsonb``'s does not)."""
+    return a == b and _normal(a.target.to_json()) == _normal(b.target.to_json())
 
 
 def declarations() -> list[Declaration]:
@@ -225,7 +231,7 @@ def sync(*, dry_run: bool = False, prune: bool = False,
     ``adopt``: a declaration naming a schedule sync did not create takes it over (one new
     generation under the sync actor); without it that is a conflict (DS157), left untouched.
     """
-    wanted = declarations() if declared is None else declared
+    wanted = _one_per_identity(declarations() if declared is None else declared)
     if prune and not wanted and not allow_empty:
         raise EmptyPruneRefused("no schedule is declared: --prune would delete every schedule "
                                 "sync manages, in every scope; nothing was changed")
@@ -254,6 +260,21 @@ def sync(*, dry_run: bool = False, prune: bool = False,
     except _DryRun:
         pass
     return report
+
+
+def _one_per_identity(wanted: list[Declaration]) -> list[Declaration]:
+    """One declaration per identity, refused (DS145) before any change when one identity comes
+    with two different values: applied in turn, they would write two generations on every
+    sync, one undoing the other, and an unchanged list would never be a no-op. ``declare()``
+    refuses that at import time; a list handed to ``sync(declared=...)`` is checked here."""
+    by_key: dict[tuple[str, str], Declaration] = {}
+    for decl in wanted:
+        existing = by_key.setdefault(decl.key, decl)
+        if not _same(existing, decl):
+            raise DeclarationConflict("this schedule is declared twice with different values; "
+                                      "nothing was changed",
+                                      scope=decl.scope, schedule_id=decl.schedule_id)
+    return list(by_key.values())
 
 
 def _apply(decl: Declaration, report: SyncReport, synced: dict[str, set[str]], *,
