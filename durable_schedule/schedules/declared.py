@@ -45,6 +45,8 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -58,6 +60,7 @@ from durable_schedule.errors import (
     DeclarationConflict,
     DeclaredIdentityDeleted,
     DeclaredScheduleNotManaged,
+    DurableError,
     EmptyPruneRefused,
     ScheduleNotFound,
 )
@@ -245,21 +248,38 @@ def sync(*, dry_run: bool = False, prune: bool = False,
             by_key = {d.key: d for d in wanted}
             synced: dict[str, set[str]] = {}
             for decl in wanted:
-                _apply(decl, report, synced, adopt=adopt)
+                with _naming(decl.scope, decl.schedule_id):
+                    _apply(decl, report, synced, adopt=adopt)
             for scope in scopes:
                 for info in _managed(scope):
                     if (scope, info.schedule_id) in by_key:
                         continue
                     report.removed.append((scope, info.schedule_id))
                     if prune:
-                        api.delete(scope, info.schedule_id, expected_revision=info.revision,
-                                   actor=SYNC_ACTOR)
+                        with _naming(scope, info.schedule_id):
+                            api.delete(scope, info.schedule_id, expected_revision=info.revision,
+                                       actor=SYNC_ACTOR)
                         report.pruned.append((scope, info.schedule_id))
             if dry_run:
                 raise _DryRun
     except _DryRun:
         pass
     return report
+
+
+@contextmanager
+def _naming(scope: str, schedule_id: str) -> Iterator[None]:
+    """Name the schedule a refusal is about. The API's errors name the facts it checked (an
+    ``At`` in the past, a jitter too long) but not always the identity, and a deploy's sync
+    applies many declarations: the operator must learn which one stopped it. The error keeps
+    its own code; the sync transaction rolls back as it propagates, so nothing is changed."""
+    try:
+        yield
+    except DurableError as exc:
+        exc.context.setdefault("scope", scope)
+        exc.context.setdefault("schedule_id", schedule_id)
+        exc.context["sync"] = "stopped at this declaration; nothing was changed"
+        raise
 
 
 def _one_per_identity(wanted: list[Declaration]) -> list[Declaration]:
