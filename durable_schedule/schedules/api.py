@@ -41,7 +41,9 @@ from durable_schedule.evaluation.policy import MAX_INSTANT, checked_add
 from durable_schedule.evaluation.timeline import (
     ScheduleSpec,
     bind_spec,
+    counted_to_the_end,
     evaluator_version_of,
+    instants_in,
     kind_of,
     next_instant_after,
     spec_to_json,
@@ -50,6 +52,7 @@ from durable_schedule.schedules import records
 from durable_schedule.schedules import validation as check
 from durable_schedule.schedules.info import ScheduleInfo, from_definition
 from durable_schedule.schedules.records import Definition, run
+from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import scoped, validate_scope_id
 from durable_schedule.work.target import WorkTarget
 
@@ -333,6 +336,7 @@ def update(
         _deadline_fits(target_json, due)
         _jitter_fits(new_jitter, due)
         generation = d.generation + 1
+        dropped = _superseded_instants(d, accepted)
         retired = run(cur, "retire_pending", {
             "scope_id": scope, "schedule_id": schedule_id, "state": "superseded",
             "below_generation": generation, "now": accepted}).fetchall()
@@ -343,6 +347,8 @@ def update(
             "generation": generation, "runtime_epoch": fences.runtime_epoch,
             "scope_generation": fences.scope_generation, "cursor": cursor, "now": accepted,
         }).fetchone(), "update", schedule_id)
+        if dropped is not None:
+            _count_missed(cur, d, SUPERSEDED_CAUSE, dropped.count, accepted)
         # A paused schedule keeps its dispatch row disarmed (docs/schedules.md "Pause").
         records.upsert_dispatch(cur, routing_id=fences.routing_id, schedule_id=schedule_id,
                                 due_at=None if d.state == "paused" else due)
@@ -353,8 +359,41 @@ def update(
                  accepted_at_utc=records.iso(accepted), cursor_utc=records.iso(cursor),
                  due_at=records.iso(due), superseded=[_retired(r) for r in retired],
                  cleared_suspension=d.suspension_reason,
+                 not_evaluated=None if dropped is None else {
+                     "first": records.iso(dropped.first), "last": records.iso(dropped.last),
+                     "count": dropped.count},
                  **_lifecycle_detail(bounds, new_jitter, buffer_limit))
         return _reread(cur, scope, schedule_id)
+
+
+#: The missed-instant cause of the instants an update leaves unevaluated (docs/schedules.md
+#: "Missed instants").
+SUPERSEDED_CAUSE = "superseded"
+
+
+def _superseded_instants(d: Definition, accepted: datetime):
+    """The replaced generation's instants in ``(cursor, accepted]`` that no pass evaluated (a
+    suspension, a pause, processors behind): the new generation starts at ``accepted`` and
+    nothing is back-filled, so they never run, and every skipped instant is counted. None when
+    there are none, when the schedule had completed (no instant is left to it), or when the
+    stored spec cannot be read back (the update that repairs it cannot count its instants)."""
+    if d.state not in ("active", "paused", "suspended"):
+        return None
+    try:
+        spec = d.spec()
+        window = instants_in(spec, d.accepted_at_utc, d.cursor_utc,
+                             bounding.clip(accepted, Bounds(start_at=d.start_at,
+                                                            end_at=d.end_at,
+                                                            max_runs=d.max_runs)))
+        return None if window is None else counted_to_the_end(spec, window)
+    except (DurableError, ValueError, OverflowError):
+        return None
+
+
+def _count_missed(cur, d: Definition, cause: str, count: int, now: datetime) -> None:
+    cur.execute(query("lifecycle_queries.sql", "count_missed"), {
+        "scope_id": d.scope_id, "schedule_id": d.schedule_id, "cause": cause, "count": count,
+        "now": now})
 
 
 def _stored_target(d: Definition) -> dict[str, Any]:

@@ -45,6 +45,8 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -58,6 +60,7 @@ from durable_schedule.errors import (
     DeclarationConflict,
     DeclaredIdentityDeleted,
     DeclaredScheduleNotManaged,
+    DurableError,
     EmptyPruneRefused,
     ScheduleNotFound,
 )
@@ -138,11 +141,17 @@ def declare(schedule_id: str, spec: ScheduleSpec, *, target: WorkTarget, scope: 
     check.safety_window(safety_window)
     with _LOCK:
         existing = _DECLARED.get(decl.key)
-        if existing is not None and existing != decl:
+        if existing is not None and not _same(existing, decl):
             raise DeclarationConflict("this schedule is declared twice with different values",
                                       scope=decl.scope, schedule_id=decl.schedule_id)
         _DECLARED[decl.key] = decl
     return decl
+
+
+def _same(a: Declaration, b: Declaration) -> bool:
+    """Two declarations of one identity say the same thing: equal, and their payloads equal as
+    ``jsonb`` keeps them (Python's ``1 == True == 1.0`` holds, ``jsonb``'s does not)."""
+    return a == b and _normal(a.target.to_json()) == _normal(b.target.to_json())
 
 
 def declarations() -> list[Declaration]:
@@ -225,7 +234,7 @@ def sync(*, dry_run: bool = False, prune: bool = False,
     ``adopt``: a declaration naming a schedule sync did not create takes it over (one new
     generation under the sync actor); without it that is a conflict (DS157), left untouched.
     """
-    wanted = declarations() if declared is None else declared
+    wanted = _one_per_identity(declarations() if declared is None else declared)
     if prune and not wanted and not allow_empty:
         raise EmptyPruneRefused("no schedule is declared: --prune would delete every schedule "
                                 "sync manages, in every scope; nothing was changed")
@@ -239,21 +248,53 @@ def sync(*, dry_run: bool = False, prune: bool = False,
             by_key = {d.key: d for d in wanted}
             synced: dict[str, set[str]] = {}
             for decl in wanted:
-                _apply(decl, report, synced, adopt=adopt)
+                with _naming(decl.scope, decl.schedule_id):
+                    _apply(decl, report, synced, adopt=adopt)
             for scope in scopes:
                 for info in _managed(scope):
                     if (scope, info.schedule_id) in by_key:
                         continue
                     report.removed.append((scope, info.schedule_id))
                     if prune:
-                        api.delete(scope, info.schedule_id, expected_revision=info.revision,
-                                   actor=SYNC_ACTOR)
+                        with _naming(scope, info.schedule_id):
+                            api.delete(scope, info.schedule_id, expected_revision=info.revision,
+                                       actor=SYNC_ACTOR)
                         report.pruned.append((scope, info.schedule_id))
             if dry_run:
                 raise _DryRun
     except _DryRun:
         pass
     return report
+
+
+@contextmanager
+def _naming(scope: str, schedule_id: str) -> Iterator[None]:
+    """Name the schedule a refusal is about. The API's errors name the facts it checked (an
+    ``At`` in the past, a jitter too long) but not always the identity, and a deploy's sync
+    applies many declarations: the operator must learn which one stopped it. The error keeps
+    its own code; the sync transaction rolls back as it propagates, so nothing is changed."""
+    try:
+        yield
+    except DurableError as exc:
+        exc.context.setdefault("scope", scope)
+        exc.context.setdefault("schedule_id", schedule_id)
+        exc.context["sync"] = "stopped at this declaration; nothing was changed"
+        raise
+
+
+def _one_per_identity(wanted: list[Declaration]) -> list[Declaration]:
+    """One declaration per identity, refused (DS145) before any change when one identity comes
+    with two different values: applied in turn, they would write two generations on every
+    sync, one undoing the other, and an unchanged list would never be a no-op. ``declare()``
+    refuses that at import time; a list handed to ``sync(declared=...)`` is checked here."""
+    by_key: dict[tuple[str, str], Declaration] = {}
+    for decl in wanted:
+        existing = by_key.setdefault(decl.key, decl)
+        if not _same(existing, decl):
+            raise DeclarationConflict("this schedule is declared twice with different values; "
+                                      "nothing was changed",
+                                      scope=decl.scope, schedule_id=decl.schedule_id)
+    return list(by_key.values())
 
 
 def _apply(decl: Declaration, report: SyncReport, synced: dict[str, set[str]], *,

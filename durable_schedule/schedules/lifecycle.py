@@ -28,6 +28,8 @@ from durable_schedule.default_scope import scope_optional
 from durable_schedule.errors import (
     InvalidArgument,
     InvalidCatchUp,
+    ScheduleDeleted,
+    ScheduleNotFound,
     ScheduleNotPausable,
     ScheduleNotPaused,
     ScheduleNotTriggerable,
@@ -168,11 +170,13 @@ def trigger(scope: str, schedule_id: str, request_id: str, actor: str = "") -> T
     """Run the schedule now: a ``manual`` occurrence and its Work, identified by ``request_id``.
 
     Idempotent: the same request id returns the same occurrence and Work (``created`` False),
-    whatever happened since. The cursor does not move and ``max_runs`` does not count it. The
-    overlap policy holds: with ``queue_one`` or ``skip`` a run while the schedule's Work still
-    holds the slot is refused with ``TriggerSlotBusy`` (DS150, nothing written: retry with the
-    same request id); ``allow_all`` always runs. Active and paused schedules can be triggered;
-    others raise ``ScheduleNotTriggerable`` (DS151).
+    whatever happened since (a later pause, suspension, completion or delete included). The
+    cursor does not move and ``max_runs`` does not count it. The overlap policy holds: with
+    ``queue_one`` or ``skip`` a run while the schedule's Work still holds the slot is refused
+    with ``TriggerSlotBusy`` (DS150, nothing written: retry with the same request id);
+    ``allow_all`` always runs. Active and paused schedules can be triggered with a new request
+    id; others raise ``ScheduleNotTriggerable`` (DS151), a deleted one ``ScheduleDeleted``
+    (DS107).
     """
     validate_scope_id(scope)
     schedule_id = check.schedule_id(schedule_id)
@@ -181,12 +185,20 @@ def trigger(scope: str, schedule_id: str, request_id: str, actor: str = "") -> T
     with scoped(scope) as cur:
         now = records.transaction_clock(cur)
         records.lock_fences(cur, scope)
-        d = _locked(cur, scope, schedule_id, None)
+        d = records.lock_definition(cur, scope, schedule_id)
+        if d is None:
+            raise ScheduleNotFound("no such schedule in this scope", schedule_id=schedule_id)
         key = {"scope_id": scope, "schedule_id": schedule_id}
         found = hooks.run_lifecycle(cur, "find_manual",
                                     {**key, "request_id": request_id}).fetchone()
         if found is not None:
+            # Compare-or-return before any state check: a retry whose first answer was lost
+            # learns what its request did, whatever happened to the schedule since (a delete
+            # included), instead of an error that hides a run that took place.
             return Triggered(from_definition(scope, d), request_id, found[2], found[4], False)
+        if d.state == "deleted":
+            raise ScheduleDeleted("the schedule was deleted", schedule_id=schedule_id,
+                                  revision=d.revision)
         if d.state not in ("active", "paused"):
             raise ScheduleNotTriggerable(f"{_article(d.state)} {d.state} schedule cannot be "
                                          "run now",
