@@ -15,20 +15,31 @@ from tests.work.conftest import history, run_pass, work_row
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-DEFAULT = {"BACKEND": "durable_schedule.tasks.DurableBackend",
-           "QUEUES": ["default", "emails"], "OPTIONS": {"SCOPE": "demo"}}
+DEFAULT = {
+    "BACKEND": "durable_schedule.tasks.DurableBackend",
+    "QUEUES": ["default", "emails"],
+    "OPTIONS": {"SCOPE": "demo"},
+}
 
 
 def _aliases(**second_options) -> dict:
-    return {"default": DEFAULT,
-            "second": {"BACKEND": "durable_schedule.tasks.DurableBackend",
-                       "OPTIONS": {"SCOPE": "demo", **second_options}}}
+    return {
+        "default": DEFAULT,
+        "second": {
+            "BACKEND": "durable_schedule.tasks.DurableBackend",
+            "OPTIONS": {"SCOPE": "demo", **second_options},
+        },
+    }
 
 
-@pytest.mark.parametrize("second_options", [
-    {"VERSION": "v2"},
-    {"TASK_OPTIONS": {"demo.tasks.add": {"version": "v7"}}},
-], ids=["backend-version", "task-options-version"])
+@pytest.mark.parametrize(
+    "second_options",
+    [
+        {"VERSION": "v2"},
+        {"TASK_OPTIONS": {"demo.tasks.add": {"version": "v7"}}},
+    ],
+    ids=["backend-version", "task-options-version"],
+)
 def test_using_backend__the_other_aliases_version_runs(committed_clock, second_options):
     with override_settings(TASKS=_aliases(**second_options)):
         on_second = demo.add.using(backend="second")
@@ -66,5 +77,4 @@ def test_using_backend__work_of_a_version_no_alias_gives_is_still_suspended(comm
     with override_settings(TASKS={"default": DEFAULT}):
         counts = run_pass()
     assert (counts.succeeded, counts.suspended) == (0, 1)
-    assert work_row(result.id, "state", "suspension_reason") == (
-        "suspended", "unknown_definition")
+    assert work_row(result.id, "state", "suspension_reason") == ("suspended", "unknown_definition")
