@@ -106,6 +106,15 @@ class DurableBackend(BaseTaskBackend):
             raise InvalidTask(f"priority must be a whole number between -100 and 100, not "
                               f"{type(task.priority).__name__}")
         super().validate_task(task)
+        if "." in task.func.__qualname__:
+            # Django's module-level check only refuses "<locals>": a function decorated inside
+            # a class body passed it, and its module path (app.tasks.Holder.run) names no
+            # module attribute, so no worker resolved it (definitions.py) and its Work was
+            # suspended (unknown_definition) without an attempt.
+            raise InvalidTask(f"durable task {task.module_path}: its module path does not "
+                              "name a module-level attribute (a task defined in a class "
+                              "body); workers find a task by its module path, so define it "
+                              "at module level")
         if apps.apps_ready and not inside_installed_app(task.func.__module__):
             # A worker imports task code only from installed apps (definitions.py): Work of
             # this task was accepted, then every attempt failed with LookupError (or, in a
