@@ -73,3 +73,63 @@ def test_validate_task__a_module_level_task_of_the_same_module_is_valid(
     result = module.run.enqueue(5)
     assert module.run.get_result(result.id).args == [5]
     assert demo_tasks.add.using(priority=1).priority == 1
+
+
+REBOUND = (
+    HEADER
+    + """
+def _send(n):
+    return n
+
+
+send = task(_send)
+"""
+)
+
+
+def test_enqueue__a_task_bound_under_another_name_is_invalid(committed_clock, write_module):
+    # Before: enqueue() accepted it; its module path (demo.module_path_probe._send) names the
+    # plain function, not the task, so every worker suspended the Work (unknown_definition).
+    module = write_module(REBOUND)
+    with pytest.raises(InvalidTask, match="module path") as caught:
+        module.send.enqueue(1)
+    assert "demo.module_path_probe._send" in str(caught.value)
+    assert not Work.objects.exists()
+    from durable_schedule import tasks
+
+    with pytest.raises(InvalidTask, match="module path"):
+        tasks.target(module.send, 1)
+
+
+ON_ANOTHER_BACKEND = (
+    HEADER
+    + """
+@task(backend="plain")
+def run(n):
+    return n
+"""
+)
+
+
+def test_enqueue__a_task_of_a_non_durable_backend_moved_by_using_is_invalid(
+    committed_clock, write_module
+):
+    # Before: accepted; a worker accepts only a module-level task of a durable backend, so the
+    # Work was suspended (unknown_definition) everywhere.
+    from django.test import override_settings
+
+    from durable_schedule.tasks.compat import FRAMEWORK
+
+    dummy = f"{FRAMEWORK}.backends.dummy.DummyBackend"
+    both = {
+        "default": {
+            "BACKEND": "durable_schedule.tasks.DurableBackend",
+            "OPTIONS": {"SCOPE": "demo"},
+        },
+        "plain": {"BACKEND": dummy},
+    }
+    with override_settings(TASKS=both):
+        module = write_module(ON_ANOTHER_BACKEND)
+        with pytest.raises(InvalidTask, match="module path"):
+            module.run.using(backend="default").enqueue(1)
+    assert not Work.objects.exists()
