@@ -112,7 +112,11 @@ def _attach_reconciler(task: Task, definition: registry.WorkDefinition) -> None:
     def reconcile(ctx, payload):
         from durable_schedule.tasks import results, scoping
 
-        backend = task.get_backend()
+        # The backend the task runs at this Work's version on, as _Executor finds it: the task
+        # this definition was registered from names its own backend, which need not be the
+        # alias that accepted the Work (using(backend=...)).
+        resolved = _resolved_task(definition.name, definition.version)
+        backend = resolved[1] if resolved is not None else task.get_backend()
         found = results.read(ctx.scope, ctx.work_id, using=backend.database)
         task_result = results.build(task, backend.alias, *found)
         with scoping.scope(ctx.scope):  # as the task's run sees it (_Executor)
