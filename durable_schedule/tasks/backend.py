@@ -106,6 +106,15 @@ class DurableBackend(BaseTaskBackend):
             raise InvalidTask(f"priority must be a whole number between -100 and 100, not "
                               f"{type(task.priority).__name__}")
         super().validate_task(task)
+        if "." in task.func.__qualname__:
+            # Django's module-level check only refuses "<locals>": a function decorated inside
+            # a class body passed it, and its module path (app.tasks.Holder.run) names no
+            # module attribute, so no worker resolved it (definitions.py) and its Work was
+            # suspended (unknown_definition) without an attempt.
+            raise InvalidTask(f"durable task {task.module_path}: its module path does not "
+                              "name a module-level attribute (a task defined in a class "
+                              "body); workers find a task by its module path, so define it "
+                              "at module level")
         if apps.apps_ready and not inside_installed_app(task.func.__module__):
             # A worker imports task code only from installed apps (definitions.py): Work of
             # this task was accepted, then every attempt failed with LookupError (or, in a
@@ -149,6 +158,7 @@ class DurableBackend(BaseTaskBackend):
         """The options of a task about to be accepted: a ``reconcile_before_retry`` task must
         have its reconciler (registered after ``@task``, so checked here, not at decoration)."""
         self.validate_task(task)
+        _check_findable(task)
         resolved = self.resolved_options(task)
         if (resolved.safety is ProviderSafety.RECONCILE_BEFORE_RETRY
                 and not has_reconciler(task)):
@@ -203,6 +213,29 @@ class DurableBackend(BaseTaskBackend):
     def _read_scopes(self) -> list[str]:
         first = scoping.ambient() or self.default_scope
         return [first, *sorted(self._declared_scopes - {first})]
+
+
+#: Module paths whose module attribute was seen to be a durable task of the same function.
+_FINDABLE: dict[str, Any] = {}
+
+
+def _check_findable(task: Task) -> None:
+    """A worker finds a task by its module path (definitions.py): the module attribute it names
+    must be a durable task of the same function. Checked at enqueue, when the task's module has
+    been imported: ``send = task(_send)`` binds the task under another name than its function's,
+    and a module-level task of a non-durable backend enqueued through ``using(backend=...)`` is
+    not one a worker accepts; both were accepted and then suspended (unknown_definition) by every
+    worker without an attempt."""
+    path = task.module_path
+    if _FINDABLE.get(path) is task.func:
+        return
+    found = task_for_name(path)
+    if found is None or found.func is not task.func:
+        raise InvalidTask(f"durable task {path}: its module path does not name this task (a "
+                          "worker finds a task by its module path): define it with @task on a "
+                          "module-level function bound under the function's own name, on a "
+                          "durable backend")
+    _FINDABLE[path] = task.func
 
 
 def _check_task_options(alias: str, per_task: dict) -> None:

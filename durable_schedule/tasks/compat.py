@@ -9,7 +9,7 @@ backend is written once.
 from __future__ import annotations
 
 try:  # Django 6.0+: the framework ships with Django.
-    from django.tasks import signals
+    from django.tasks import signals, task_backends
     from django.tasks.backends.base import BaseTaskBackend
     from django.tasks.base import (
         TASK_MAX_PRIORITY,
@@ -25,7 +25,7 @@ try:  # Django 6.0+: the framework ships with Django.
     FRAMEWORK = "django.tasks"
 except ImportError:  # Django 5.2 with the backport.
     try:
-        from django_tasks import signals
+        from django_tasks import signals, task_backends
         from django_tasks.backends.base import BaseTaskBackend
         from django_tasks.base import (
             TASK_MAX_PRIORITY,
@@ -59,4 +59,5 @@ __all__ = [
     "TaskResultDoesNotExist",
     "TaskResultStatus",
     "signals",
+    "task_backends",
 ]

@@ -26,7 +26,7 @@ from django.utils.module_loading import import_string
 
 from durable_schedule.errors import DuplicateWorkDefinition, TaskOptionsConflict
 from durable_schedule.tasks import arguments
-from durable_schedule.tasks.compat import InvalidTask, Task, signals
+from durable_schedule.tasks.compat import InvalidTask, Task, signals, task_backends
 from durable_schedule.tasks.options import ResolvedOptions
 from durable_schedule.work import registry
 
@@ -51,7 +51,7 @@ def definition_for(task: Task, resolved: ResolvedOptions) -> registry.WorkDefini
             raise TaskOptionsConflict("a Work definition with this task's module path and "
                                       "version exists already", task=name,
                                       version=resolved.version) from None
-        definition.executor(_Executor(name))
+        definition.executor(_Executor(name, resolved.version))
         definition.still_defined = lambda: _resolves(name, resolved.version)
         _attach_reconciler(task, definition)
         return definition
@@ -112,7 +112,11 @@ def _attach_reconciler(task: Task, definition: registry.WorkDefinition) -> None:
     def reconcile(ctx, payload):
         from durable_schedule.tasks import results, scoping
 
-        backend = task.get_backend()
+        # The backend the task runs at this Work's version on, as _Executor finds it: the task
+        # this definition was registered from names its own backend, which need not be the
+        # alias that accepted the Work (using(backend=...)).
+        resolved = _resolved_task(definition.name, definition.version)
+        backend = resolved[1] if resolved is not None else task.get_backend()
         found = results.read(ctx.scope, ctx.work_id, using=backend.database)
         task_result = results.build(task, backend.alias, *found)
         with scoping.scope(ctx.scope):  # as the task's run sees it (_Executor)
@@ -161,26 +165,55 @@ def resolve_definition(name: str, version: str) -> registry.WorkDefinition | Non
     found = _resolved_task(name, version)
     if found is None:
         return None
-    return definition_for(*found)
+    task, _backend, resolved = found
+    return definition_for(task, resolved)
 
 
-def _resolved_task(name: str, version: str) -> tuple[Task, ResolvedOptions] | None:
-    """The task called ``name`` and its options, if it runs at ``version``; else None."""
+def _resolved_task(name: str, version: str) -> tuple[Task, Any, ResolvedOptions] | None:
+    """The task called ``name``, the durable backend it runs at ``version`` on and its options
+    there; else None.
+
+    Its own backend is asked first, then every other durable backend of ``TASKS`` in settings
+    order: ``task.using(backend="tenant").enqueue()`` accepts Work at the version the "tenant"
+    backend gives the task (its ``VERSION`` or ``TASK_OPTIONS``), and a worker must find the
+    definition at that version. Asking only the task's own backend suspended such Work
+    (unknown_definition) in every worker, also in the process that had just enqueued it.
+    """
     found = _task_and_backend(name)
     if found is None:
         return None
-    task, backend = found
-    try:
-        resolved = backend.resolved_options(task)
-    except InvalidTask:
-        # Options the backend was built with but refuses for this task (TASK_OPTIONS values
-        # are checked when used). Raising escaped the worker's claim, as an import error did.
-        log.exception("durable task options are invalid; its Work is treated as having no "
-                      "definition in this process: task=%s", name)
-        return None
-    if resolved.version != version:
-        return None  # Work of another version: the runtime suspends it (unknown_definition).
-    return task, resolved
+    task, own = found
+    for backend in (own, *_other_durable_backends(own)):
+        try:
+            resolved = backend.resolved_options(task)
+        except InvalidTask:
+            # Options the backend was built with but refuses for this task (TASK_OPTIONS
+            # values are checked when used). Raising escaped the worker's claim, as an import
+            # error did.
+            log.exception("durable task options are invalid; its Work is treated as having "
+                          "no definition on this backend: task=%s backend=%s", name,
+                          backend.alias)
+            continue
+        if resolved.version == version:
+            return task, backend, resolved
+    return None  # Work of another version: the runtime suspends it (unknown_definition).
+
+
+def _other_durable_backends(own) -> list[Any]:
+    """The durable backends of ``TASKS`` other than ``own``, in settings order."""
+    from durable_schedule.tasks.backend import DurableBackend
+
+    others = []
+    for alias in task_backends.settings:
+        if alias == own.alias:
+            continue
+        try:
+            backend = task_backends[alias]
+        except Exception:  # noqa: BLE001 - another backend's settings are not this task's
+            continue
+        if isinstance(backend, DurableBackend):
+            others.append(backend)
+    return others
 
 
 #: What fails an attempt when a task raises it (work/runtime.py ``_ESCAPED_SIGNALS``): any
@@ -191,8 +224,9 @@ _ATTEMPT_FAILURES = (Exception, GeneratorExit, asyncio.CancelledError)
 class _Executor:
     """The executor of one task's Work: call the function with the stored arguments."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, version: str) -> None:
         self.name = name
+        self.version = version
 
     def __call__(self, ctx, payload: dict[str, Any]) -> Any:
         from durable_schedule.tasks import scoping
@@ -206,12 +240,14 @@ class _Executor:
     def _run(self, ctx, payload: dict[str, Any]) -> Any:
         from durable_schedule.tasks import results
 
-        task = task_for_name(self.name)
-        if task is None:
+        found = _resolved_task(self.name, self.version)
+        if found is None:
             # Only when the task went away between the claim (registry.lookup asked
             # _resolves, and a task already gone is suspended there) and this call.
             raise LookupError(f"task {self.name!r} can no longer be imported")
-        backend = task.get_backend()
+        # The backend the task runs at this version on: the result the run and the signals
+        # see names it, and is read through its database.
+        task, backend, _resolved = found
         task_result = results.running(task, backend, ctx, payload)
         signals.task_started.send(sender=type(backend), task_result=task_result)
         try:

@@ -151,7 +151,7 @@ def build(task: Task, alias: str, info: WorkInfo, history: list[tuple],
         status=STATUS_OF_STATE[info.state],
         enqueued_at=info.accepted_at,
         started_at=admitted[0][1] if admitted else None,
-        finished_at=info.finished_at,
+        finished_at=_finished_at(info, history),
         last_attempted_at=admitted[-1][1] if admitted else None,
         args=list(payload.get("args", [])),
         kwargs=dict(payload.get("kwargs", {})),
@@ -162,6 +162,16 @@ def build(task: Task, alias: str, info: WorkInfo, history: list[tuple],
     if info.state == SUCCEEDED:
         object.__setattr__(result, "_return_value", info.result)
     return result
+
+
+def _finished_at(info: WorkInfo, history: list[tuple]) -> datetime | None:
+    """The terminal instant; for suspended Work (FAILED, so ``is_finished``, though the row
+    keeps no finished_at because an operator may resume it) the latest suspension's. Without
+    it a FAILED result had ``finished_at`` None, which no FAILED result of Django's has."""
+    if info.finished_at is not None or info.state != SUSPENDED:
+        return info.finished_at
+    return next((at for event, _a, _actor, _d, at in reversed(history) if event == SUSPENDED),
+                None)
 
 
 def _as_enqueued(task: Task, alias: str, info: WorkInfo,
