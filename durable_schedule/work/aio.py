@@ -71,6 +71,25 @@ class EscapedCancel(Exception):  # noqa: N818 - it carries a cancellation, it is
         self.raised = raised
 
 
+class EscapedInterrupt(Exception):  # noqa: N818 - it carries an interrupt, it is not an error
+    """Carries a ``KeyboardInterrupt`` or ``SystemExit`` an async executor (or reconciler)
+    raised out of the loop. Raised as is inside a task, asyncio re-raises it out of
+    ``run_forever``: the loop thread died and every attempt awaiting on it -- and the pass
+    waiting for them -- waited forever. Carried out, it stops the worker as a synchronous
+    executor's does (``raised`` is re-raised in the pipeline's thread)."""
+
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__(f"the async executor raised {type(raised).__name__}")
+        self.raised = raised
+
+
+async def _interrupts_carried(fn: Callable[..., Any], ctx, payload: Any) -> Any:
+    try:
+        return await fn(ctx, payload)
+    except (KeyboardInterrupt, SystemExit) as exc:
+        raise EscapedInterrupt(exc) from exc
+
+
 class Abandoned(Exception):  # noqa: N818 - the runtime stopped waiting, nothing failed
     """An async executor (or reconciler) cancelled by the runtime that did not finish within
     the grace (:data:`CANCEL_GRACE_SECONDS`, or until its lease ends if later): the runtime
@@ -136,7 +155,7 @@ async def _supervise(fn: Callable[..., Any], ctx, payload: Any, gate: Gate | Non
 async def _run(fn: Callable[..., Any], ctx, payload: Any) -> Any:
     if ctx.past_cancel_point():  # immediately before invoking (docs/work.md)
         raise OverBudget(repr(ctx))
-    task = asyncio.ensure_future(fn(ctx, payload))
+    task = asyncio.ensure_future(_interrupts_carried(fn, ctx, payload))
     while True:
         remaining = ctx.seconds_until_cancel()
         if remaining <= 0 or ctx.cancelled.is_set():

@@ -181,6 +181,7 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
             try:
                 outcome = f.result()
             except BaseException as exc:  # noqa: BLE001 -- reported to the pipeline, re-raised
+                halted.set()
                 done.put(("error", action, exc))
                 return
             record_duration(sizer, action, outcome, clock.monotonic() - started)

@@ -382,8 +382,9 @@ _ESCAPED_SIGNALS = (GeneratorExit, asyncio.CancelledError)
 
 
 def _raised(exc: BaseException) -> BaseException:
-    """The exception the executor raised (an async one's own CancelledError comes wrapped)."""
-    return exc.raised if isinstance(exc, aio.EscapedCancel) else exc
+    """The exception the executor raised (an async one's own CancelledError, KeyboardInterrupt
+    or SystemExit comes wrapped)."""
+    return exc.raised if isinstance(exc, (aio.EscapedCancel, aio.EscapedInterrupt)) else exc
 
 
 def _abandoned(ctx: WorkContext, exc: aio.Abandoned, what: str) -> None:
@@ -424,6 +425,8 @@ def _reconcile(action: Reconcile, opts: Options, origin: float):
         # As a reconciliation lease that ended before the reconciler ran: record nothing.
         _abandoned(ctx, exc, "the async reconciler")
         return _NOT_INVOKED, None
+    except aio.EscapedInterrupt as exc:  # stops the worker, as a synchronous reconciler's
+        raise exc.raised from None
     except (Exception, *_ESCAPED_SIGNALS) as exc:  # a reconciler that cannot answer is
         exc = _raised(exc)  # Unknown (suspends)
         log_failure("reconciler", ctx, exc)
