@@ -47,12 +47,20 @@ class OverBudget(Exception):
     invoked (a typed outcome, recorded as ``not_invoked``; never an executor failure)."""
 
 
+class NotStarted(Exception):  # noqa: N818 - a typed outcome, not an error
+    """The pass stopped (SIGTERM, an interrupt, a pipeline error) while the attempt waited for a
+    free slot of its :class:`Gate`: it is not started (recorded as ``handed_back``, as a
+    synchronous attempt a stopping pass did not start)."""
+
+
 class Gate:
     """At most ``size`` async executors run at once; the others wait, admitted, for a slot
-    (the pipeline admits a little ahead so no slot waits for a database round trip)."""
+    (the pipeline admits a little ahead so no slot waits for a database round trip).
+    ``stopped()`` true when a slot frees: the waiting attempt is not started (NotStarted)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, stopped: Callable[[], bool] | None = None) -> None:
         self.size = size
+        self.stopped = stopped
         self._semaphore: asyncio.Semaphore | None = None
 
     def semaphore(self) -> asyncio.Semaphore:  # created on the loop's thread, on first use
@@ -143,8 +151,10 @@ async def _supervise(fn: Callable[..., Any], ctx, payload: Any, gate: Gate | Non
         if gate is None:
             return await _run(fn, ctx, payload)
         async with gate.semaphore():
+            if gate.stopped is not None and gate.stopped():
+                raise NotStarted(repr(ctx))
             return await _run(fn, ctx, payload)
-    except OverBudget:
+    except (OverBudget, NotStarted):
         raise
     except Exception:
         # A dead connection shows as the executor's error: only this attempt fails on it.

@@ -168,7 +168,7 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
             halted.set()
             done.put(("error", None, exc))
 
-    gate = aio.Gate(concurrency)
+    gate = aio.Gate(concurrency, stopped=lambda: halted.is_set() or stopping(stop))
 
     def run_async(action, origin) -> None:
         barrier(WORK_PERMIT_AFTER_COMMIT)

@@ -400,6 +400,8 @@ def _abandoned(ctx: WorkContext, exc: aio.Abandoned, what: str) -> None:
 def _failed(action: Invoke, ctx: WorkContext, exc: BaseException) -> AttemptOutcome:
     if isinstance(exc, OverBudget):
         return AttemptOutcome("not_invoked")
+    if isinstance(exc, aio.NotStarted):  # the pass stopped while it waited for a slot
+        return AttemptOutcome("handed_back")
     if isinstance(exc, aio.Abandoned):
         _abandoned(ctx, exc, "the async executor")
         return AttemptOutcome("abandoned")
