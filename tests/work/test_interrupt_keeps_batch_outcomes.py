@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from durable_schedule import work
 from durable_schedule.work import concurrency
 from tests.work.conftest import dispatch, permits, run_pass, work_row
 
@@ -110,3 +111,25 @@ def test_interrupt__the_other_slots_start_nothing_after_it(clock, define, interr
             assert work_row(work_id, "state") == ("pending",), k
             assert [p[2] for p in permits(work_id)] == ["proven_no_effect"], k
             assert dispatch(work_id)[1] is None, k
+
+
+def test_interrupt__claims_of_the_batch_not_processed_are_released(clock, define):
+    # A reconcile_before_retry row of the batch is processed per item after the batch: an
+    # interrupt before it releases its claim, so another worker can take it at once (before:
+    # its claim held the row until the claim lease ran out).
+    plain = define("t.interrupt_plain")
+    careful = define("t.interrupt_careful", safety=work.ProviderSafety.RECONCILE_BEFORE_RETRY)
+
+    @plain.executor
+    def run(ctx, payload):
+        raise KeyboardInterrupt
+
+    careful.executor(lambda ctx, payload: {"ok": True})
+    first = plain.enqueue(scope="tenant-a", command="c", idempotency_key="p", payload={}).work_id
+    later = careful.enqueue(scope="tenant-a", command="c", idempotency_key="r", payload={}).work_id
+    with pytest.raises(KeyboardInterrupt):
+        run_pass(batch=2)
+    assert work_row(first, "state") == ("running",)
+    assert work_row(later, "state") == ("pending",)
+    assert permits(later) == []
+    assert dispatch(later)[1] is None  # released, claimable now
