@@ -518,6 +518,16 @@ class PayloadTooLarge(PayloadNotEncodable):
     )
 
 
+# DS260-DS269: executors at run time (docs/work.md "Execution").
+class ExecutorReturnedAwaitable(WorkError):
+    code = "DS260"
+    next_action = (
+        "A synchronous executor or reconciler returned a coroutine (or another awaitable), "
+        "which was not run: declare it `async def` (or give its class an `async def "
+        "__call__`) so the runtime awaits it on the event loop (docs/work.md \"Execution\")."
+    )
+
+
 # ---------------------------------------------------------------- DS3xx security
 class SecurityError(DurableError):
     code = "DS300"

@@ -47,12 +47,20 @@ class OverBudget(Exception):
     invoked (a typed outcome, recorded as ``not_invoked``; never an executor failure)."""
 
 
+class NotStarted(Exception):  # noqa: N818 - a typed outcome, not an error
+    """The pass stopped (SIGTERM, an interrupt, a pipeline error) while the attempt waited for a
+    free slot of its :class:`Gate`: it is not started (recorded as ``handed_back``, as a
+    synchronous attempt a stopping pass did not start)."""
+
+
 class Gate:
     """At most ``size`` async executors run at once; the others wait, admitted, for a slot
-    (the pipeline admits a little ahead so no slot waits for a database round trip)."""
+    (the pipeline admits a little ahead so no slot waits for a database round trip).
+    ``stopped()`` true when a slot frees: the waiting attempt is not started (NotStarted)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, stopped: Callable[[], bool] | None = None) -> None:
         self.size = size
+        self.stopped = stopped
         self._semaphore: asyncio.Semaphore | None = None
 
     def semaphore(self) -> asyncio.Semaphore:  # created on the loop's thread, on first use
@@ -69,6 +77,25 @@ class EscapedCancel(Exception):  # noqa: N818 - it carries a cancellation, it is
     def __init__(self, raised: asyncio.CancelledError) -> None:
         super().__init__("the async executor raised CancelledError (not the runtime's cancel)")
         self.raised = raised
+
+
+class EscapedInterrupt(Exception):  # noqa: N818 - it carries an interrupt, it is not an error
+    """Carries a ``KeyboardInterrupt`` or ``SystemExit`` an async executor (or reconciler)
+    raised out of the loop. Raised as is inside a task, asyncio re-raises it out of
+    ``run_forever``: the loop thread died and every attempt awaiting on it -- and the pass
+    waiting for them -- waited forever. Carried out, it stops the worker as a synchronous
+    executor's does (``raised`` is re-raised in the pipeline's thread)."""
+
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__(f"the async executor raised {type(raised).__name__}")
+        self.raised = raised
+
+
+async def _interrupts_carried(fn: Callable[..., Any], ctx, payload: Any) -> Any:
+    try:
+        return await fn(ctx, payload)
+    except (KeyboardInterrupt, SystemExit) as exc:
+        raise EscapedInterrupt(exc) from exc
 
 
 class Abandoned(Exception):  # noqa: N818 - the runtime stopped waiting, nothing failed
@@ -124,8 +151,10 @@ async def _supervise(fn: Callable[..., Any], ctx, payload: Any, gate: Gate | Non
         if gate is None:
             return await _run(fn, ctx, payload)
         async with gate.semaphore():
+            if gate.stopped is not None and gate.stopped():
+                raise NotStarted(repr(ctx))
             return await _run(fn, ctx, payload)
-    except OverBudget:
+    except (OverBudget, NotStarted):
         raise
     except Exception:
         # A dead connection shows as the executor's error: only this attempt fails on it.
@@ -136,7 +165,7 @@ async def _supervise(fn: Callable[..., Any], ctx, payload: Any, gate: Gate | Non
 async def _run(fn: Callable[..., Any], ctx, payload: Any) -> Any:
     if ctx.past_cancel_point():  # immediately before invoking (docs/work.md)
         raise OverBudget(repr(ctx))
-    task = asyncio.ensure_future(fn(ctx, payload))
+    task = asyncio.ensure_future(_interrupts_carried(fn, ctx, payload))
     while True:
         remaining = ctx.seconds_until_cancel()
         if remaining <= 0 or ctx.cancelled.is_set():

@@ -134,10 +134,14 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
     in_flight = 0
     processed = 0
     drained = False  # the last claim found nothing due
+    # Set once the pass is leaving on an error or an interrupt (an executor's KeyboardInterrupt
+    # or SystemExit, Ctrl-C, a database error): the slots start no attempt after it, they hand
+    # the admitted ones back, as a stopping pass does.
+    halted = threading.Event()
 
     def run_sync(action, origin) -> None:
         try:
-            if stopping(stop):
+            if halted.is_set() or stopping(stop):
                 outcome = AttemptOutcome("handed_back")
             else:
                 barrier(WORK_PERMIT_AFTER_COMMIT)
@@ -149,20 +153,22 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
                 barrier(WORK_EFFECT_BEFORE_OUTCOME)
             done.put(("outcome", action, outcome))
         except BaseException as exc:  # noqa: BLE001 -- reported to the pipeline, re-raised
+            halted.set()
             done.put(("error", action, exc))
 
     def run_item(claim) -> None:
         local: Counter = Counter()
         try:
-            if stopping(stop):
+            if halted.is_set() or stopping(stop):
                 local["released"] += release([claim], opts)
             else:
-                process_one(claim, opts, local, stop)
+                process_one(claim, opts, local, lambda: halted.is_set() or stopping(stop))
             done.put(("item", None, local))
         except BaseException as exc:  # noqa: BLE001 -- reported to the pipeline, re-raised
+            halted.set()
             done.put(("error", None, exc))
 
-    gate = aio.Gate(concurrency)
+    gate = aio.Gate(concurrency, stopped=lambda: halted.is_set() or stopping(stop))
 
     def run_async(action, origin) -> None:
         barrier(WORK_PERMIT_AFTER_COMMIT)
@@ -175,6 +181,7 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
             try:
                 outcome = f.result()
             except BaseException as exc:  # noqa: BLE001 -- reported to the pipeline, re-raised
+                halted.set()
                 done.put(("error", action, exc))
                 return
             record_duration(sizer, action, outcome, clock.monotonic() - started)
@@ -220,6 +227,8 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
             box = [failure]
             in_flight -= _collect(done, pending, tally, box)
             failure = box[0]
+            if failure is not None:
+                halted.set()
             drained = False  # a completion may have made a retry due: look again
             results, pending[:] = list(pending), []
             commit_outcomes(results, opts, tally)
@@ -227,7 +236,8 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
         # The pipeline failed (a database error the pass retry will handle, an interrupt):
         # wait for what is running, so no executor outlives its pass unattended, then try once
         # to commit what they reported; whatever cannot be committed is recovered after its
-        # lease like any lost attempt.
+        # lease like any lost attempt. Attempts not started yet are handed back, not started.
+        halted.set()
         while in_flight > 0:
             in_flight -= _collect(done, pending, tally, [None])
         try:

@@ -216,21 +216,44 @@ def _run_sequential(opts: Options, seconds: float, max_items: int, batch: int, s
         if not admission.claims:
             break
         results = []
-        for action, origin in admission.admitted:
-            if stopping(stop):
-                results.append((action, AttemptOutcome("handed_back")))
-                continue
-            barrier(WORK_PERMIT_AFTER_COMMIT)
-            # invoke() checks the attempt's local cancel point first: one that waited here past
-            # its lease end or deadline is not started (not_invoked), as in concurrency.py.
-            started = clock.monotonic()
-            outcome = invoke(action, opts, origin)
-            record_duration(sizer, action, outcome, clock.monotonic() - started)
-            barrier(WORK_EFFECT_BEFORE_OUTCOME)
-            results.append((action, outcome))
+        admitted = admission.admitted
+        try:
+            for action, origin in admitted:
+                if stopping(stop):
+                    results.append((action, AttemptOutcome("handed_back")))
+                    continue
+                barrier(WORK_PERMIT_AFTER_COMMIT)
+                # invoke() checks the attempt's local cancel point first: one that waited here
+                # past its lease end or deadline is not started (not_invoked), as in
+                # concurrency.py.
+                started = clock.monotonic()
+                outcome = invoke(action, opts, origin)
+                record_duration(sizer, action, outcome, clock.monotonic() - started)
+                barrier(WORK_EFFECT_BEFORE_OUTCOME)
+                results.append((action, outcome))
+        except BaseException:
+            # KeyboardInterrupt / SystemExit (raised by the executor, or Ctrl-C): the worker
+            # stops and the interrupted attempt records nothing (recovered after its lease, as
+            # a crash). The attempts of this batch that finished keep their outcomes and the
+            # ones not started are handed back, committed before the interrupt leaves the pass.
+            interrupted_at = len(results)
+            results.extend((a, AttemptOutcome("handed_back"))
+                           for a, _ in admitted[interrupted_at + 1:])
+            halt_batch(results, admission.deferred, opts, tally)
+            raise
         commit_outcomes(results, opts, tally)
         run_deferred(admission.deferred, opts, stop, tally)
         processed += len(admission.claims)
+
+
+def halt_batch(results, deferred, opts: Options, tally: Counter) -> None:
+    """A pass leaving on an interrupt: commit what its batch reported, release the claims it
+    will not process. Tried once; what cannot be committed is recovered after its lease."""
+    try:
+        commit_outcomes(results, opts, tally)
+        tally["released"] += release(list(deferred), opts)
+    except Exception:  # noqa: BLE001 -- the interrupt is the one to report
+        pass
 
 
 def record_duration(sizer: ClaimSizer, action, outcome: AttemptOutcome, seconds: float) -> None:

@@ -22,6 +22,7 @@ commit are in :mod:`.pipeline`, the executor pool in :mod:`.concurrency`. An ite
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 import socket
@@ -37,7 +38,13 @@ from durable_schedule.barriers import (
     WORK_PERMIT_AFTER_COMMIT,
     barrier,
 )
-from durable_schedule.errors import InvalidArgument, InvalidLease, LeaseLost, SchemaBelowFloor
+from durable_schedule.errors import (
+    ExecutorReturnedAwaitable,
+    InvalidArgument,
+    InvalidLease,
+    LeaseLost,
+    SchemaBelowFloor,
+)
 from durable_schedule.evaluation.policy import lease_expiry
 from durable_schedule.observability.metrics import timed_claim
 from durable_schedule.observability.tracing import traced_attempt
@@ -343,7 +350,24 @@ def invoke_async(action: Invoke, opts: Options, origin: float,
     return done
 
 
+def _returned_awaitable(value: Any, what: str) -> ExecutorReturnedAwaitable | None:
+    """The refusal of an awaitable where a value was due: a sync ``def`` that returns a
+    coroutine (a lambda or a plain wrapper around an ``async def``, or an ``async def`` that
+    returns another coroutine). It is not run; a coroutine is closed, so it never warns
+    "was never awaited" later from the garbage collector."""
+    if not inspect.isawaitable(value):
+        return None
+    if inspect.iscoroutine(value):
+        value.close()
+    return ExecutorReturnedAwaitable(
+        f"the {what} returned {type(value).__name__} {safe_text(value, as_repr=True)[:200]}, "
+        "an awaitable, instead of its result: it was not run")
+
+
 def _succeeded(action: Invoke, ctx: WorkContext, result: Any) -> AttemptOutcome:
+    refused = _returned_awaitable(result, "executor")
+    if refused is not None:
+        return _failed(action, ctx, refused)
     try:
         result_json = codec.canonical_json(result, "result")
     except Exception as exc:  # noqa: BLE001 -- a result that is not JSON fails the attempt
@@ -358,8 +382,9 @@ _ESCAPED_SIGNALS = (GeneratorExit, asyncio.CancelledError)
 
 
 def _raised(exc: BaseException) -> BaseException:
-    """The exception the executor raised (an async one's own CancelledError comes wrapped)."""
-    return exc.raised if isinstance(exc, aio.EscapedCancel) else exc
+    """The exception the executor raised (an async one's own CancelledError, KeyboardInterrupt
+    or SystemExit comes wrapped)."""
+    return exc.raised if isinstance(exc, (aio.EscapedCancel, aio.EscapedInterrupt)) else exc
 
 
 def _abandoned(ctx: WorkContext, exc: aio.Abandoned, what: str) -> None:
@@ -375,6 +400,8 @@ def _abandoned(ctx: WorkContext, exc: aio.Abandoned, what: str) -> None:
 def _failed(action: Invoke, ctx: WorkContext, exc: BaseException) -> AttemptOutcome:
     if isinstance(exc, OverBudget):
         return AttemptOutcome("not_invoked")
+    if isinstance(exc, aio.NotStarted):  # the pass stopped while it waited for a slot
+        return AttemptOutcome("handed_back")
     if isinstance(exc, aio.Abandoned):
         _abandoned(ctx, exc, "the async executor")
         return AttemptOutcome("abandoned")
@@ -400,10 +427,16 @@ def _reconcile(action: Reconcile, opts: Options, origin: float):
         # As a reconciliation lease that ended before the reconciler ran: record nothing.
         _abandoned(ctx, exc, "the async reconciler")
         return _NOT_INVOKED, None
+    except aio.EscapedInterrupt as exc:  # stops the worker, as a synchronous reconciler's
+        raise exc.raised from None
     except (Exception, *_ESCAPED_SIGNALS) as exc:  # a reconciler that cannot answer is
         exc = _raised(exc)  # Unknown (suspends)
         log_failure("reconciler", ctx, exc)
         return None, error_detail(exc, permit_no=action.permit_no)
+    refused = _returned_awaitable(value, "reconciler")
+    if refused is not None:  # Unknown: the reconciler's answer was never computed
+        log_failure("reconciler", ctx, refused)
+        return None, error_detail(refused, permit_no=action.permit_no)
     found = as_verdict(value)
     if found is None:
         return None, error_detail(code="invalid_verdict", permit_no=action.permit_no,
