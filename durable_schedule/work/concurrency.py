@@ -134,10 +134,16 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
     in_flight = 0
     processed = 0
     drained = False  # the last claim found nothing due
-    # Set once the pass is leaving on an error or an interrupt (an executor's KeyboardInterrupt
-    # or SystemExit, Ctrl-C, a database error): the slots start no attempt after it, they hand
-    # the admitted ones back, as a stopping pass does.
+    # Set once the pass is leaving on an interrupt (an executor's KeyboardInterrupt or
+    # SystemExit, Ctrl-C): the slots start no attempt after it, they hand the admitted ones
+    # back, as a stopping pass does. A database error (the pass retry handles it) does not set
+    # it: the attempts already admitted hold committed permits and their slots have their own
+    # connections, so they still run and their outcomes are committed before the error leaves.
     halted = threading.Event()
+
+    def halt_on_interrupt(exc: BaseException) -> None:
+        if not isinstance(exc, Exception):
+            halted.set()
 
     def run_sync(action, origin) -> None:
         try:
@@ -153,7 +159,7 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
                 barrier(WORK_EFFECT_BEFORE_OUTCOME)
             done.put(("outcome", action, outcome))
         except BaseException as exc:  # noqa: BLE001 -- reported to the pipeline, re-raised
-            halted.set()
+            halt_on_interrupt(exc)
             done.put(("error", action, exc))
 
     def run_item(claim) -> None:
@@ -165,7 +171,7 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
                 process_one(claim, opts, local, lambda: halted.is_set() or stopping(stop))
             done.put(("item", None, local))
         except BaseException as exc:  # noqa: BLE001 -- reported to the pipeline, re-raised
-            halted.set()
+            halt_on_interrupt(exc)
             done.put(("error", None, exc))
 
     gate = aio.Gate(concurrency, stopped=lambda: halted.is_set() or stopping(stop))
@@ -181,7 +187,7 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
             try:
                 outcome = f.result()
             except BaseException as exc:  # noqa: BLE001 -- reported to the pipeline, re-raised
-                halted.set()
+                halt_on_interrupt(exc)
                 done.put(("error", action, exc))
                 return
             record_duration(sizer, action, outcome, clock.monotonic() - started)
@@ -228,16 +234,17 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
             in_flight -= _collect(done, pending, tally, box)
             failure = box[0]
             if failure is not None:
-                halted.set()
+                halt_on_interrupt(failure)
             drained = False  # a completion may have made a retry due: look again
             results, pending[:] = list(pending), []
             commit_outcomes(results, opts, tally)
-    except BaseException:
+    except BaseException as exc:
         # The pipeline failed (a database error the pass retry will handle, an interrupt):
         # wait for what is running, so no executor outlives its pass unattended, then try once
         # to commit what they reported; whatever cannot be committed is recovered after its
-        # lease like any lost attempt. Attempts not started yet are handed back, not started.
-        halted.set()
+        # lease like any lost attempt. After an interrupt, attempts not started yet are handed
+        # back, not started.
+        halt_on_interrupt(exc)
         while in_flight > 0:
             in_flight -= _collect(done, pending, tally, [None])
         try:
