@@ -112,6 +112,8 @@ class _Item:
     """One claimed schedule of the batch, as it moves through the steps."""
 
     claim: Claim
+    #: The claim's schedule id (read at every step: an attribute, not a property).
+    schedule_id: str = field(init=False)
     d: Definition | None = None
     spec: Any = None
     occupant: Any = None
@@ -123,9 +125,8 @@ class _Item:
     spec_text: str | None = None
     target_text: str | None = None
 
-    @property
-    def schedule_id(self) -> str:
-        return self.claim.schedule_id
+    def __post_init__(self) -> None:
+        self.schedule_id = self.claim.schedule_id
 
 
 def process_batch(claims: list[Claim], lease_owner: str, *,
@@ -364,11 +365,13 @@ class _Batch:
         self._check_closing(steps, self._send_closing(self.cur, steps).fetchone())
 
     def _closing_steps(self, fast: list[_Item], released: list[_Item]) -> list[dict[str, Any]]:
+        """The rows of "finish steps", one per schedule: a released claim's carries only its
+        key and dispatch revision (the statement releases the lease, nothing else)."""
         steps: list[dict[str, Any]] = []
         for item in released:
             steps.append({"schedule_id": item.schedule_id, "revision": None, "old_cursor": None,
-                          "new_cursor": None, "link": None, "due": None, "generation": None,
-                          "event": None, "detail": None, "claim": item.claim})
+                          "new_cursor": None, "dispatch_revision": item.claim.dispatch_revision,
+                          "due_at": None, "generation": None, "event": None, "detail": None})
         for item in fast:
             steps.append(self._step_row(item))
         return steps
@@ -378,12 +381,12 @@ class _Batch:
             "scope_id": self.scope_id, "routing_id": self.routing_id,
             "lease_owner": self.owner, "actor": f"processor:{self.owner}",
             "now": self.fences.clock, "recorded_at": self.fences.clock,
-            "rows": rows_json([_finish_row(s, self.instant_text) for s in steps])})
+            "rows": rows_json(steps)})
 
     def _check_closing(self, steps: list[dict[str, Any]], result: tuple) -> None:
         moved, linked, released_ids = result
         want_moved = {s["schedule_id"] for s in steps if s["new_cursor"] is not None}
-        want_linked = {s["schedule_id"] for s in steps if s["link"] is not None}
+        want_linked = {s["schedule_id"] for s in steps if "link_id" in s}
         if set(moved) != want_moved or len(moved) != len(want_moved):
             raise BatchAbandoned("a guarded cursor move matched other rows than asked")
         if set(linked) != want_linked or len(linked) != len(want_linked):
@@ -392,8 +395,13 @@ class _Batch:
             raise BatchAbandoned("a dispatch row no longer carries its claim")
 
     def _step_row(self, item: _Item) -> dict[str, Any]:
-        """One schedule's part of the closing statement, computed as step._step does."""
+        """One schedule's row of "finish steps", computed as step._step does. The link columns
+        are left out when there is no link to write (every new occurrence is inserted
+        linked): jsonb_to_recordset reads a missing key as NULL, exactly as the null it would
+        otherwise carry, and the batch's parameter is shorter by four keys a row
+        (docs/benchmarks.md "Batched schedule passes, fourth round")."""
         d, decision, c = item.d, item.decision, item.claim
+        text = self.instant_text
         moving = decision.new_cursor != d.cursor_utc
         bridged, identity = item.bridged, item.identity
         due = decision.next_due
@@ -401,17 +409,25 @@ class _Batch:
         event = None
         if decision.action != "noop" or bridged is not None:
             event = _event(decision, bridged, False)
-        link = None
-        if bridged is not None and bridged.link_row is not None:
-            link = (bridged.link_row, bridged.link)
         self._record(c, _outcome(
             c.routing_id, self.scope_id, c.schedule_id, decision.action,
             bridged.link.work_id if bridged else None, identity.kind if identity else None,
             None, False, decision.first, decision.last, detail), bridged is not None)
-        return {"schedule_id": item.schedule_id, "revision": d.revision,
-                "old_cursor": d.cursor_utc, "new_cursor": decision.new_cursor if moving else None,
-                "link": link, "due": due, "generation": d.generation, "event": event,
-                "detail": detail, "claim": c}
+        row = {
+            "schedule_id": item.schedule_id, "revision": d.revision,
+            "old_cursor": text(d.cursor_utc),
+            "new_cursor": text(decision.new_cursor) if moving else None,
+            "dispatch_revision": c.dispatch_revision, "due_at": text(due),
+            "generation": d.generation, "event": event,
+            # The detail nested as it is: rows_json writes the same JSON value records.to_json
+            # would (one encoding per row instead of three).
+            "detail": detail,
+        }
+        if bridged is not None and bridged.link_row is not None:
+            link = bridged.link
+            row["link_id"], row["work_id"] = bridged.link_row, link.work_id_str()
+            row["command"], row["idempotency_key"] = link.command, link.idempotency_key
+        return row
 
     def _record(self, claim: Claim, outcome: ScheduleOutcome, work: bool) -> None:
         self.result.outcomes[claim] = outcome
@@ -421,27 +437,6 @@ class _Batch:
             self.result.bridged = True
         else:
             self.result.decided = True
-
-
-def _finish_row(step: dict[str, Any], text: InstantText) -> dict[str, Any]:
-    """One row of "finish steps". The link columns are left out when there is no link to
-    write (every new occurrence is inserted linked): jsonb_to_recordset reads a missing key as
-    NULL, exactly as the null it would otherwise carry, and the batch's parameter is shorter
-    by four keys a row (docs/benchmarks.md "Batched schedule passes, fourth round")."""
-    link = step["link"]
-    row = {
-        "schedule_id": step["schedule_id"], "revision": step["revision"],
-        "old_cursor": text(step["old_cursor"]), "new_cursor": text(step["new_cursor"]),
-        "dispatch_revision": step["claim"].dispatch_revision, "due_at": text(step["due"]),
-        "generation": step["generation"], "event": step["event"],
-        # The detail nested as it is: rows_json writes the same JSON value records.to_json
-        # would (one encoding per row instead of three).
-        "detail": step["detail"],
-    }
-    if link is not None:
-        row["link_id"], row["work_id"] = link[0], link[1].work_id_str()
-        row["command"], row["idempotency_key"] = link[1].command, link[1].idempotency_key
-    return row
 
 
 def _spec(d: Definition, spec_text: str | None, cache: dict[tuple, Any]) -> Any:

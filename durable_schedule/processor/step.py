@@ -563,7 +563,9 @@ def _detail(decision: Decision, bridged, to_bridge, pending, occupant, completed
     if to_bridge is not None:
         detail["occurrence"] = {"kind": to_bridge.kind, "first": to_bridge.first_iso}
     if bridged is not None:
-        detail["link"] = {**bridged.link.as_dict(), "created": bridged.created}
+        link = bridged.link  # link.as_dict() and "created", as one dict
+        detail["link"] = {"work_id": link.work_id_str(), "command": link.command,
+                          "idempotency_key": link.idempotency_key, "created": bridged.created}
     if pending is not None:
         detail["pending_coalesced"] = {"first": iso(pending.first), "last": iso(pending.last)}
     return detail

@@ -41,7 +41,7 @@ def test_schedule_batch_queries__every_named_block_is_used_by_the_processor():
 
 @pytest.mark.django_db
 def test_finish_steps__a_row_without_its_link_keys_reads_as_one_with_null_links():
-    """batch._finish_row leaves the link columns out when there is no link to write: the
+    """batch._Batch._step_row leaves the link columns out when there is no link to write: the
     statement's jsonb_to_recordset must read those rows exactly as rows carrying nulls."""
     text = sqlfiles.query("schedule_batch_queries.sql", "finish_steps")
     columns = re.search(r"jsonb_to_recordset\(%\(rows\)s::jsonb\)\s+AS (s\(.*?\))\n", text,

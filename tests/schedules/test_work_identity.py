@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from durable_schedule.processor.bridge import (
     WORK_ID_NAMESPACE,
     OccurrenceIdentity,
+    _uuid5_of,
     _work_id,
     derive_link,
     work_id_by_definition,
@@ -37,6 +38,19 @@ def old_derivation(identity: OccurrenceIdentity) -> uuid.UUID:
                            identity.kind, identity.first_iso],
                           ensure_ascii=False, separators=(",", ":"))
     return uuid.uuid5(WORK_ID_NAMESPACE, material)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(digest=st.binary(min_size=16, max_size=40))
+@example(digest=b"\xff" * 20)
+@example(digest=b"\x00" * 20)
+def test_uuid5_of__is_the_uuid_the_constructor_builds(digest):
+    fast, plain = _uuid5_of(digest), uuid.UUID(bytes=digest[:16], version=5)
+    assert type(fast) is uuid.UUID
+    assert fast == plain and fast.int == plain.int and hash(fast) == hash(plain)
+    assert str(fast) == str(plain) and fast.is_safe is plain.is_safe
+    assert fast.version == 5 and fast.variant == uuid.RFC_4122
+    assert uuid.UUID(str(fast)) == plain
 
 
 @settings(max_examples=400, deadline=None)
