@@ -14,25 +14,10 @@ import psycopg
 import pytest
 
 from durable_schedule.runner import loop, pooler, state
-from tests.conftest import database_url
-from tests.pooler.pgbouncer import PgBouncer, find_binary
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 
 SESSION = "select pg_backend_pid(), array(select pg_listening_channels() order by 1)"
-
-
-@pytest.fixture
-def one_server(transactional_db):
-    binary = find_binary()
-    if binary is None:
-        pytest.skip("PgBouncer is not installed")
-    bouncer = PgBouncer(database_url(), binary=binary, pool_size=1)
-    bouncer.start()
-    try:
-        yield bouncer.url(database_url())
-    finally:
-        bouncer.close()
 
 
 @pytest.fixture

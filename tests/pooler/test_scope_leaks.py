@@ -11,7 +11,6 @@ import psycopg
 import pytest
 
 from tests.conftest import database_url
-from tests.pooler.pgbouncer import PgBouncer, find_binary
 from tests.pooler.test_pgbouncer import manage
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
@@ -77,19 +76,6 @@ with transaction.atomic():
     clean("read inside the caller's atomic block")
 print("pid", state()[5])
 """
-
-
-@pytest.fixture
-def one_server(transactional_db):
-    binary = find_binary()
-    if binary is None:
-        pytest.skip("PgBouncer is not installed")
-    bouncer = PgBouncer(database_url(), binary=binary, pool_size=1)
-    bouncer.start()
-    try:
-        yield bouncer.url(database_url())
-    finally:
-        bouncer.close()
 
 
 def test_pooled_session__keeps_no_role_or_scope_after_the_apis_transactions(one_server):
