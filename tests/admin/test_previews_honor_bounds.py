@@ -23,8 +23,7 @@ pytestmark = pytest.mark.django_db
 def upcoming(client, superuser, schedule_id):
     pk = ScheduleDefinition.objects.get(scope_id="tenant-a", schedule_id=schedule_id).pk
     client.force_login(superuser)
-    response = client.get(reverse("admin:durable_schedule_scheduledefinition_change",
-                                  args=[pk]))
+    response = client.get(reverse("admin:durable_schedule_scheduledefinition_change", args=[pk]))
     assert response.status_code == 200
     return response, [row["utc"] for row in response.context["timeline"]["cron"]["instants"]]
 
@@ -32,22 +31,30 @@ def upcoming(client, superuser, schedule_id):
 def test_cron_upcoming__stops_at_end_at(client, superuser, clock):
     clock.set(datetime(2030, 1, 1, 12, 0, tzinfo=UTC))
     target = schedule_targets.report.target(payload={})
-    schedules.create("tenant-a", "three-days", schedules.Cron("0 6 * * *", "UTC"), target,
-                     end_at=datetime(2030, 1, 4, 6, 0, tzinfo=UTC))
+    schedules.create(
+        "tenant-a",
+        "three-days",
+        schedules.Cron("0 6 * * *", "UTC"),
+        target,
+        end_at=datetime(2030, 1, 4, 6, 0, tzinfo=UTC),
+    )
     response, instants = upcoming(client, superuser, "three-days")
     assert instants == [datetime(2030, 1, d, 6, 0, tzinfo=UTC) for d in (2, 3, 4)]
-    assert "No instant after the generation's end_at, 2030-01-04 06:00:00 UTC." in \
-        response.content.decode()
+    assert (
+        "No instant after the generation's end_at, 2030-01-04 06:00:00 UTC."
+        in response.content.decode()
+    )
 
 
 def test_cron_upcoming__counts_the_runs_max_runs_leaves(client, superuser, clock):
     clock.set(datetime(2030, 1, 1, 12, 0, tzinfo=UTC))
     target = schedule_targets.report.target(payload={})
-    schedules.create("tenant-a", "twice", schedules.Cron("0 6 * * *", "UTC"), target,
-                     max_runs=2)
+    schedules.create("tenant-a", "twice", schedules.Cron("0 6 * * *", "UTC"), target, max_runs=2)
     response, instants = upcoming(client, superuser, "twice")
-    assert instants == [datetime(2030, 1, 2, 6, 0, tzinfo=UTC),
-                        datetime(2030, 1, 3, 6, 0, tzinfo=UTC)]
+    assert instants == [
+        datetime(2030, 1, 2, 6, 0, tzinfo=UTC),
+        datetime(2030, 1, 3, 6, 0, tzinfo=UTC),
+    ]
     block = response.content.decode().split('id="cron-upcoming"')[1].split("</table>")[0]
     assert "2030-01-04" not in block
     assert "max_runs (2) leaves 2 runs." in block
@@ -56,15 +63,22 @@ def test_cron_upcoming__counts_the_runs_max_runs_leaves(client, superuser, clock
 def test_cron_upcoming__without_bounds_lists_ten_instants(client, superuser, clock):
     clock.set(datetime(2030, 1, 1, 12, 0, tzinfo=UTC))
     target = schedule_targets.report.target(payload={})
-    schedules.create("tenant-a", "daily", schedules.Cron("0 6 * * *", "UTC"), target,
-                     max_runs=10, end_at=datetime(2030, 1, 11, 6, 0, tzinfo=UTC))
+    schedules.create(
+        "tenant-a",
+        "daily",
+        schedules.Cron("0 6 * * *", "UTC"),
+        target,
+        max_runs=10,
+        end_at=datetime(2030, 1, 11, 6, 0, tzinfo=UTC),
+    )
     response, instants = upcoming(client, superuser, "daily")
     assert instants == [datetime(2030, 1, d, 6, 0, tzinfo=UTC) for d in range(2, 12)]
     assert 'id="cron-cut"' not in response.content.decode()
 
 
-def test_reissue_preview__starts_at_start_at_as_the_new_generation_does(csrf_client, superuser,
-                                                                       clock):
+def test_reissue_preview__starts_at_start_at_as_the_new_generation_does(
+    csrf_client, superuser, clock
+):
     clock.set(T0)
     pk = make("later", start_at=T0 + timedelta(hours=2))
     suspend_for(pk, "operator")
@@ -76,8 +90,9 @@ def test_reissue_preview__starts_at_start_at_as_the_new_generation_does(csrf_cli
     assert "next instant 2030-01-01 14:05:00 UTC" in message
 
 
-def test_reissue_preview__lists_no_more_instants_than_max_runs_leaves(csrf_client, superuser,
-                                                                     clock):
+def test_reissue_preview__lists_no_more_instants_than_max_runs_leaves(
+    csrf_client, superuser, clock
+):
     clock.set(T0)
     pk = make("twice", max_runs=2)
     suspend_for(pk, "operator")
