@@ -561,6 +561,7 @@ def _preview(row) -> dict:
     """What a re-issue would schedule: the next instants of the stored spec from now (the
     database clock), or why it cannot be re-issued unchanged."""
     from durable_schedule import schedules
+    from durable_schedule.evaluation import bounds as bounding
     from durable_schedule.evaluation.timeline import next_instant_after
 
     info = schedules.get(row.scope_id, row.schedule_id)
@@ -568,9 +569,15 @@ def _preview(row) -> dict:
         return {"error": "the stored spec cannot be read back: re-issue it with "
                          "schedules.update(spec=...) from code"}
     now = timeline.database_now()
-    # A new generation is accepted now; its cursor is max(cursor, now) (schedules.update).
+    # A new generation is accepted now; its cursor is max(cursor, now) (schedules.update), and
+    # max_runs counts the runs of every generation (docs/schedules.md "Bounds and limits").
     after, found = max(info.cursor_utc, now), []
-    while len(found) < PREVIEW_COUNT:
+    wanted = PREVIEW_COUNT
+    if info.max_runs is not None:
+        left = bounding.runs_left(bounding.Bounds(max_runs=info.max_runs),
+                                  timeline.scheduled_runs(row.scope_id, row.schedule_id))
+        wanted = min(wanted, left)
+    while len(found) < wanted:
         nxt = next_instant_after(info.spec, now, after)
         if nxt is None or (info.end_at is not None and nxt > info.end_at):
             break

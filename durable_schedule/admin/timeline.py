@@ -19,6 +19,7 @@ from django.db.models.expressions import RawSQL
 
 from durable_schedule.admin.cron_upcoming import upcoming
 from durable_schedule.errors import DurableError
+from durable_schedule.evaluation import bounds as bounding
 from durable_schedule.evaluation.timeline import next_instant_after, spec_from_json
 from durable_schedule.store.models import (
     Occurrence,
@@ -198,6 +199,10 @@ def schedule_timeline(schedule: ScheduleDefinition, request=None) -> dict:
         ).first()
     store = Store.objects.filter(id=1).first()
     now = database_now(request)
+    runs_left = None
+    if active is not None and active.max_runs is not None:
+        runs_left = bounding.runs_left(bounding.Bounds(max_runs=active.max_runs),
+                                       scheduled_runs(scope_id, schedule_id))
     due = next_due(
         schedule.state,
         active.kind if active else None,
@@ -211,8 +216,9 @@ def schedule_timeline(schedule: ScheduleDefinition, request=None) -> dict:
         "cursor": schedule.cursor_utc,
         "next_due": due,
         "cron": upcoming(active.kind, active.spec, active.evaluator_version,
-                         schedule.cursor_utc) if active and schedule.state not in FINISHED
-        else None,
+                         schedule.cursor_utc, end_at=active.end_at, runs_left=runs_left)
+        if active and schedule.state not in FINISHED else None,
+        "runs_left": runs_left,
         "lateness": format_duration(lateness(due, now)),
         "unevaluable": active is not None and due is None and schedule.state not in FINISHED
         and _unevaluable(active),
@@ -231,6 +237,16 @@ def schedule_timeline(schedule: ScheduleDefinition, request=None) -> dict:
         "epoch_fenced": store is not None and schedule.runtime_epoch != store.runtime_epoch,
         "scope_fenced": scope is not None and schedule.scope_generation != scope.generation,
     }
+
+
+def scheduled_runs(scope_id: str, schedule_id: str) -> int:
+    """The runs ``max_runs`` counts so far, read with the processor's own query (materialized
+    nominal, recovery and coalesced occurrences of every generation, and the pending ones)."""
+    from durable_schedule.processor.lifecycle import run_lifecycle
+
+    with connection().cursor() as cur:
+        return run_lifecycle(cur, "count_runs", {"scope_id": scope_id,
+                                                 "schedule_id": schedule_id}).fetchone()[0]
 
 
 def _buffered(active: ScheduleGeneration | None) -> int | None:
