@@ -87,6 +87,17 @@ def test_using__an_alias_databases_does_not_name_is_ds406_and_changes_nothing(pe
     assert (snapshot(), work_row(work_id, "state"), history(work_id)) == before
 
 
+@pytest.mark.parametrize("using", [0, False])
+def test_process_work_pass__a_falsy_non_alias_is_ds406_not_the_default_alias(pending, using):
+    # Was read as "no alias given" (``using or default``): the pass ran on the store's alias.
+    d, work_id = pending
+    before = snapshot(), work_row(work_id, "state"), history(work_id)
+    with pytest.raises(InvalidArgument) as caught:
+        work.process_work_pass(using=using, heartbeat=False)
+    assert caught.value.code == "DS406"
+    assert (snapshot(), work_row(work_id, "state"), history(work_id)) == before
+
+
 def test_using__the_refusal_leaves_the_callers_transaction_usable(pending):
     d, work_id = pending
     with transaction.atomic():
