@@ -62,6 +62,7 @@ from durable_schedule.errors import (
     DeclaredScheduleNotManaged,
     DurableError,
     EmptyPruneRefused,
+    InvalidArgument,
     ScheduleNotFound,
 )
 from durable_schedule.evaluation.bounds import Bounds
@@ -234,6 +235,13 @@ def sync(*, dry_run: bool = False, prune: bool = False,
     ``adopt``: a declaration naming a schedule sync did not create takes it over (one new
     generation under the sync actor); without it that is a conflict (DS157), left untouched.
     """
+    for name, flag in (("dry_run", dry_run), ("prune", prune), ("allow_empty", allow_empty),
+                       ("adopt", adopt)):
+        if type(flag) is not bool:
+            # Read as its truthiness, prune="no" pruned and allow_empty="false" let a prune
+            # with nothing declared delete every managed schedule.
+            raise InvalidArgument(f"{name} must be True or False", field=name,
+                                  got=f"{type(flag).__name__} {flag!r}"[:80])
     wanted = _one_per_identity(declarations() if declared is None else declared)
     if prune and not wanted and not allow_empty:
         raise EmptyPruneRefused("no schedule is declared: --prune would delete every schedule "

@@ -47,6 +47,7 @@ from psycopg.pq import Format
 
 from durable_schedule import conf
 from durable_schedule.errors import (
+    InvalidArgument,
     InvalidScope,
     PoolerDropsPreparedStatements,
     ScopeLost,
@@ -81,7 +82,16 @@ def validate_scope_id(scope_id: object) -> str:
 
 
 def connection(using: str | None = None):
-    return connections[using or conf.database_alias()]
+    """The Django connection of ``using`` (None: ``DURABLE_SCHEDULE['DATABASE']``). An alias
+    that ``DATABASES`` does not name, or one that is not a string, is refused with DS406 before
+    anything is sent: Django's ``ConnectionDoesNotExist`` (or a ``TypeError`` for a number) was
+    no DS error."""
+    if using is None or using == "":
+        return connections[conf.database_alias()]
+    if type(using) is not str or using not in connections.settings:
+        raise InvalidArgument("using must name a database alias of DATABASES",
+                              got=repr(using)[:80])
+    return connections[using]
 
 
 _TIMESTAMPTZ_OID = _pg_types["timestamptz"].oid

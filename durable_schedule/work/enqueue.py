@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from datetime import datetime
 from functools import cached_property
+from itertools import islice
 from typing import Any
 
 from durable_schedule.default_scope import scope_optional
@@ -228,11 +229,20 @@ __all__ = ["AcceptedWork", "WorkRequest", "accept_in_scope", "accept_many_in_sco
            "enqueue_many", "identifier"]
 
 
-def _requests(value: object) -> list[WorkRequest]:
+def _requests(value: object, limit: int | None = None) -> list[WorkRequest]:
+    """The requests as a list, each a WorkRequest (DS406 otherwise). ``limit``: more than that
+    many are refused (DS406) after reading one more than ``limit``, so a generator is never
+    drained past what one call could take (an endless one would never return)."""
     if isinstance(value, WorkRequest | str | bytes) or not isinstance(value, Iterable):
         raise InvalidArgument("requests must be an iterable of WorkRequest",
                               got=type(value).__name__)
-    out = list(value)
+    if limit is None:
+        out = list(value)
+    else:
+        out = list(islice(value, limit + 1))
+        if len(out) > limit:
+            raise InvalidArgument(f"enqueue_many takes at most {limit} requests per call",
+                                  got=f"more than {limit}")
     for position, request in enumerate(out):
         if not isinstance(request, WorkRequest):
             raise InvalidArgument("every request must be a WorkRequest", item=position,
@@ -317,7 +327,7 @@ def enqueue_many(scope: str, requests: Iterable[WorkRequest], *,
     """Accept up to 1,000 requests in ``scope`` in one statement; one result per request, in
     order. All or nothing: a refused item (DS207, DS233) raises and nothing is written."""
     validate_scope_id(scope)
-    batch = _requests(requests)
+    batch = _requests(requests, acceptance.MAX_BATCH)
     refuse_unrunnable(batch, batch=True)
     prepared = acceptance.prepare(scope, batch)
     refuse_oversized(prepared.items)

@@ -187,7 +187,8 @@ def _run_pass(tally: Counter, *, max_items: int = 100, lease_owner: str | None =
     budget = validate_wait_budget(wait_budget)
     validate_stop(stop)
     opts = Options(owner, validate_heartbeat(heartbeat),
-                   validate_using(using or conf.database_alias()),
+                   validate_using(conf.database_alias() if using is None or using == ""
+                                  else using),  # 0 and False are no alias
                    None if queues is None else validate_queues(queues))
     sizer = sizer_for(opts.using, opts.queues, budget)
     if concurrency == 1:

@@ -170,8 +170,14 @@ def define(name: str, version: str, *, safety: ProviderSafety | str,
         raise InvalidArgument("policy must be an ExecutionPolicy or None",
                               got=type(policy).__name__)
     chosen = codecs.JSON if codec is None else codec
-    if not isinstance(chosen, codecs.Codec):
-        raise InvalidArgument("codec must have encode(value) and decode(data) methods")
+    if (isinstance(chosen, type) or not isinstance(chosen, codecs.Codec)
+            or not callable(chosen.encode) or not callable(chosen.decode)):
+        # A class (``codec=JsonCodec``) passes the protocol check, as does an object whose
+        # encode is not callable: every request of the definition then failed later with a
+        # bare TypeError instead of the definition being refused here.
+        raise InvalidArgument("codec must be an object (not a class) with callable "
+                              "encode(value) and decode(data) methods",
+                              got=repr(codec)[:80])
     definition = WorkDefinition(name, version, safe, policy, chosen)
     with _LOCK:
         if (name, version) in _REGISTRY:
