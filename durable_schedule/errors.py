@@ -687,6 +687,13 @@ class PartitionArchiveRefused(OperationsError):
                    "transcript (.jsonl + .sha256) was written and verified.")
 
 
+class InvalidProbeTimeout(OperationsError):
+    code = "DS440"
+    next_action = ("Give durable_status --timeout as 0 (no bound) or a finite number of seconds "
+                   "up to 2147483 (PostgreSQL's longest lock and statement timeout); nothing was "
+                   "read (docs/operations.md \"Health\").")
+
+
 class MetricsUnavailable(OperationsError):
     code = "DS429"
     next_action = "Install the metrics extra: pip install 'durable-schedule[metrics]'."

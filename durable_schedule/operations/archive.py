@@ -14,7 +14,9 @@ Per month before the cutoff (never the current or a later month):
 3. **Drop** (only with ``drop=True``): the transcript is verified against the table (same row
    count, same bytes, same digest) and only then the table is dropped (DS428 otherwise).
 
-Steps are idempotent: a rerun continues with detached tables that were not yet dropped.
+Steps are idempotent: a rerun continues with detached tables that were not yet dropped. The
+transcript directory is checked writable before any month is detached; a transcript that fails
+to write later is DS428 naming the month, which stays detached.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ def archive_before(month: str, transcript_dir: str | Path, *, drop: bool, dry_ru
         cur.execute(_q("detached_history_tables"))
         detached = [name for (name,) in cur.fetchall() if name[-6:] < suffix]
     if not dry_run:
-        target.mkdir(parents=True, exist_ok=True)
+        _writable(target)  # before any month is detached
     outcomes = []
     for table in sorted(set(attached) | set(detached)):
         outcome = ArchiveOutcome(table, dry_run=dry_run)
@@ -99,13 +101,34 @@ def archive_before(month: str, transcript_dir: str | Path, *, drop: bool, dry_ru
         if table in attached:
             _detach(conn, table)
             outcome.detached = True
-        outcome.rows, outcome.sha256 = _transcribe(conn, table, target)
+        try:
+            outcome.rows, outcome.sha256 = _transcribe(conn, table, target)
+        except OSError as exc:  # the month stays detached (owner only); a rerun writes it
+            raise PartitionArchiveRefused(
+                "the transcript could not be written: the month stays detached and nothing "
+                "was dropped; fix the directory and run the command again", table=table,
+                transcript=str(target / f"{table}.jsonl"),
+                cause=f"{type(exc).__name__}: {exc.strerror or exc}") from exc
         outcome.transcript = str(target / f"{table}.jsonl")
         if drop:
             _verify_and_drop(conn, table, target)
             outcome.dropped = True
         outcomes.append(outcome)
     return outcomes
+
+
+def _writable(target: Path) -> None:
+    """DS428 unless ``target`` is (or can be made) a directory this process writes to."""
+    probe = target / ".durable_archive_probe"
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise PartitionArchiveRefused(
+            "--transcript-dir is not a directory the transcripts can be written to: nothing "
+            "was detached", transcript_dir=str(target),
+            cause=f"{type(exc).__name__}: {exc.strerror or exc}") from exc
 
 
 def _ident(table: str) -> str:

@@ -14,18 +14,36 @@ answering (``DS426``, exit 2, ``durable_schedule_store_up 0``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from django.db import transaction
 
+from durable_schedule.errors import InvalidProbeTimeout
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import connection
 
-__all__ = ["DEFAULT_TIMEOUT_SECONDS", "bound", "bounded_transaction"]
+__all__ = ["DEFAULT_TIMEOUT_SECONDS", "MAX_TIMEOUT_SECONDS", "bound", "bounded_transaction",
+           "check_timeout"]
 
 #: Seconds one statement of a probe may wait for a lock or run; 0 or None: no bound of ours.
 DEFAULT_TIMEOUT_SECONDS = 5.0
+#: PostgreSQL's longest ``lock_timeout`` / ``statement_timeout``: INT_MAX milliseconds.
+MAX_TIMEOUT_SECONDS = 2_147_483
+
+
+def check_timeout(seconds: object) -> float:
+    """``durable_status --timeout``: 0 (no bound) or a finite number of seconds up to
+    :data:`MAX_TIMEOUT_SECONDS`; DS440 otherwise, before anything is read. Without this
+    check NaN and infinity ended the command with a traceback, and a value beyond the server's
+    range made every read fail, reported as a store that does not answer (DS426, exit 2)."""
+    if (isinstance(seconds, bool) or not isinstance(seconds, int | float)
+            or not math.isfinite(seconds) or not 0 <= seconds <= MAX_TIMEOUT_SECONDS):
+        raise InvalidProbeTimeout(
+            f"--timeout must be 0 (no bound) or a number of seconds up to "
+            f"{MAX_TIMEOUT_SECONDS}", got=str(seconds)[:40])
+    return float(seconds)
 
 
 def bound(cur, seconds: float | None) -> dict[str, str] | None:

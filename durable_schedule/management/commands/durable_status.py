@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
 from durable_schedule.errors import DurableError
-from durable_schedule.operations.probe import DEFAULT_TIMEOUT_SECONDS
+from durable_schedule.operations.probe import DEFAULT_TIMEOUT_SECONDS, check_timeout
 from durable_schedule.operations.status import collect, unreachable
 from durable_schedule.store.inspection import grant_recipe
 
@@ -40,10 +40,12 @@ class Command(BaseCommand):
                             help="print the role and grant recipe for a DBA")
 
     def handle(self, *args, **options):
+        try:  # DS440 before anything is read or printed
+            options["timeout"] = check_timeout(options["timeout"])
+        except DurableError as exc:
+            raise CommandError(str(exc)) from exc
         if options["roles"]:
             self.stdout.write(grant_recipe())
-        if options["timeout"] < 0:
-            raise CommandError("--timeout must be 0 (no bound) or a positive number of seconds")
         if options["metrics"]:
             self._metrics(options["timeout"])
             return

@@ -5,7 +5,10 @@ Dry run by default: lists every live cron schedule whose persisted rules fingerp
 from the rules this process loads, with both fingerprints and the first instant the change
 would move. ``--apply`` re-issues each of them through the public update path (a new
 generation bound to the current rules, which also clears a ``tz_rules_changed`` suspension).
-Exit status 0 when nothing is (left) affected, 1 when a dry run found affected schedules.
+Exit status 0 when nothing is (left) affected, 1 when a dry run found affected schedules or
+``--apply`` could not re-issue one (it changed since it was read: its DS code is printed, the
+others are re-issued). A database error ends the command with one DS307 line naming the
+schedules already re-issued.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ import json
 import sys
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
 from durable_schedule.errors import DurableError, InvalidTzRulesCommand
 from durable_schedule.operations import tz_rules
+from durable_schedule.operations.commanderrors import stopped
 from durable_schedule.schedules.validation import actor as check_actor
 
 
@@ -36,25 +41,38 @@ class Command(BaseCommand):
         except DurableError as exc:
             raise CommandError(str(InvalidTzRulesCommand("--actor is not valid",
                                                          detail=exc.message))) from None
-        inventory = tz_rules.collect()
-        affected = inventory.affected
-        reissued = []
-        if options["apply"]:
-            for item in affected:
-                info = tz_rules.reissue(item, actor=actor)
-                reissued.append({"scope_id": item.scope_id, "schedule_id": item.schedule_id,
-                                 "generation": info.generation, "revision": info.revision})
+        reissued: list[dict] = []
+        refused: list[dict] = []
+        try:
+            inventory = tz_rules.collect()
+            affected = inventory.affected
+            if options["apply"]:
+                for item in affected:
+                    try:
+                        info = tz_rules.reissue(item, actor=actor)
+                    except DurableError as exc:  # changed since it was read: the rest go on
+                        refused.append({"scope_id": item.scope_id,
+                                        "schedule_id": item.schedule_id,
+                                        "error": f"{exc.code}: {exc.message}"})
+                        continue
+                    reissued.append({"scope_id": item.scope_id, "schedule_id": item.schedule_id,
+                                     "generation": info.generation, "revision": info.revision})
+        except DatabaseError as exc:  # DS307: each re-issue commits on its own
+            done = ", ".join(f"{r['scope_id']}/{r['schedule_id']}" for r in reissued)
+            raise stopped("durable_tz_rules", exc, before=(
+                f"re-issued {done}" if done else "nothing")) from exc
         if options["json"]:
             doc = inventory.to_json()
             doc["applied"] = bool(options["apply"])
             doc["reissued"] = reissued
+            doc["refused"] = refused
             self.stdout.write(json.dumps(doc, indent=2, sort_keys=True))
         else:
-            self._print(inventory, reissued, options["apply"])
-        if affected and not options["apply"]:
+            self._print(inventory, reissued, options["apply"], refused)
+        if (affected and not options["apply"]) or refused:
             sys.exit(1)
 
-    def _print(self, inventory, reissued, applied: bool) -> None:
+    def _print(self, inventory, reissued, applied: bool, refused: list[dict]) -> None:
         w = self.stdout.write
         for row in inventory.rules_in_use():
             w(f"rules   {row['tz']} {row['fingerprint'][:16]}: {row['schedules']} schedules, "
@@ -74,6 +92,9 @@ class Command(BaseCommand):
             for r in reissued:
                 w(self.style.SUCCESS(f"re-issued {r['scope_id']}/{r['schedule_id']} as "
                                      f"generation {r['generation']}"))
+            for r in refused:
+                w(self.style.ERROR(f"not re-issued {r['scope_id']}/{r['schedule_id']}: "
+                                   f"{r['error']} (re-run to see it as it is now)"))
         elif inventory.affected:
             w("dry run: nothing changed; re-run with --apply to re-issue them")
         else:
