@@ -1,7 +1,8 @@
 """The evaluator against the Cronos test suite, the reference of grammar ``cronos-v1``
 (docs/schedules.md "Cron": its grammar and DST semantics are those of Cronos): 745 rows of
-Cronos's own GetNextOccurrence theories (``cronos_cases.txt``: DST transitions in New York, Amman, Santiago and Lord Howe, and
-the L, W, #, ? and reversed-range forms) give the same next instant here.
+Cronos's own GetNextOccurrence theories (``cronos_cases.txt``: DST transitions in New York,
+Amman, Santiago and Lord Howe, and the L, W, #, ? and reversed-range forms) give the same next
+instant here.
 
 Two rows differ on purpose (docs/schedules.md "Where Cronos and the Python peers disagree"):
 a search that starts exactly at a spring-forward transition. Cronos reads that instant's wall
