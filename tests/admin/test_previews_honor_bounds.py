@@ -28,16 +28,15 @@ def upcoming(client, superuser, schedule_id):
     return response, [row["utc"] for row in response.context["timeline"]["cron"]["instants"]]
 
 
+def daily_at_six(schedule_id, **bounds):
+    """A ``Cron("0 6 * * *", "UTC")`` report schedule in tenant-a with the given bounds."""
+    target = schedule_targets.report.target(payload={})
+    schedules.create("tenant-a", schedule_id, schedules.Cron("0 6 * * *", "UTC"), target, **bounds)
+
+
 def test_cron_upcoming__stops_at_end_at(client, superuser, clock):
     clock.set(datetime(2030, 1, 1, 12, 0, tzinfo=UTC))
-    target = schedule_targets.report.target(payload={})
-    schedules.create(
-        "tenant-a",
-        "three-days",
-        schedules.Cron("0 6 * * *", "UTC"),
-        target,
-        end_at=datetime(2030, 1, 4, 6, 0, tzinfo=UTC),
-    )
+    daily_at_six("three-days", end_at=datetime(2030, 1, 4, 6, 0, tzinfo=UTC))
     response, instants = upcoming(client, superuser, "three-days")
     assert instants == [datetime(2030, 1, d, 6, 0, tzinfo=UTC) for d in (2, 3, 4)]
     assert (
@@ -48,8 +47,7 @@ def test_cron_upcoming__stops_at_end_at(client, superuser, clock):
 
 def test_cron_upcoming__counts_the_runs_max_runs_leaves(client, superuser, clock):
     clock.set(datetime(2030, 1, 1, 12, 0, tzinfo=UTC))
-    target = schedule_targets.report.target(payload={})
-    schedules.create("tenant-a", "twice", schedules.Cron("0 6 * * *", "UTC"), target, max_runs=2)
+    daily_at_six("twice", max_runs=2)
     response, instants = upcoming(client, superuser, "twice")
     assert instants == [
         datetime(2030, 1, 2, 6, 0, tzinfo=UTC),
@@ -62,15 +60,7 @@ def test_cron_upcoming__counts_the_runs_max_runs_leaves(client, superuser, clock
 
 def test_cron_upcoming__without_bounds_lists_ten_instants(client, superuser, clock):
     clock.set(datetime(2030, 1, 1, 12, 0, tzinfo=UTC))
-    target = schedule_targets.report.target(payload={})
-    schedules.create(
-        "tenant-a",
-        "daily",
-        schedules.Cron("0 6 * * *", "UTC"),
-        target,
-        max_runs=10,
-        end_at=datetime(2030, 1, 11, 6, 0, tzinfo=UTC),
-    )
+    daily_at_six("daily", max_runs=10, end_at=datetime(2030, 1, 11, 6, 0, tzinfo=UTC))
     response, instants = upcoming(client, superuser, "daily")
     assert instants == [datetime(2030, 1, d, 6, 0, tzinfo=UTC) for d in range(2, 12)]
     assert 'id="cron-cut"' not in response.content.decode()

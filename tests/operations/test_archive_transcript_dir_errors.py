@@ -16,20 +16,25 @@ from tests.operations.test_archive import JAN, attached, january_history, tables
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("january_history")]
 
 
+def archive_and_drop(transcript_dir, stdout=None) -> None:
+    """``durable_partitions --archive-before 2030-02 --transcript-dir DIR --drop``."""
+    call_command(
+        "durable_partitions",
+        "--archive-before",
+        "2030-02",
+        "--transcript-dir",
+        str(transcript_dir),
+        "--drop",
+        stdout=StringIO() if stdout is None else stdout,
+    )
+
+
 def test_transcript_dir_that_is_a_file__ds428_and_nothing_detached(tmp_path):
     not_a_dir = tmp_path / "transcripts"
     not_a_dir.write_text("an operator's notes\n")
     for where in (not_a_dir, not_a_dir / "sub"):
         with pytest.raises(CommandError) as caught:
-            call_command(
-                "durable_partitions",
-                "--archive-before",
-                "2030-02",
-                "--transcript-dir",
-                str(where),
-                "--drop",
-                stdout=StringIO(),
-            )
+            archive_and_drop(where)
         text = str(caught.value)
         assert text.startswith("DS428: --transcript-dir is not a directory"), text
         assert "nothing was detached" in text
@@ -41,15 +46,7 @@ def test_transcript_failing_mid_run__ds428_month_kept_detached_and_a_rerun_compl
     blocker = tmp_path / f"{JAN}.jsonl"
     blocker.mkdir()  # the transcript cannot replace a directory: fails after the detach
     with pytest.raises(CommandError) as caught:
-        call_command(
-            "durable_partitions",
-            "--archive-before",
-            "2030-02",
-            "--transcript-dir",
-            str(tmp_path),
-            "--drop",
-            stdout=StringIO(),
-        )
+        archive_and_drop(tmp_path)
     text = str(caught.value)
     assert text.startswith(
         "DS428: the transcript could not be written: the month stays "
@@ -60,15 +57,7 @@ def test_transcript_failing_mid_run__ds428_month_kept_detached_and_a_rerun_compl
 
     blocker.rmdir()
     out = StringIO()
-    call_command(
-        "durable_partitions",
-        "--archive-before",
-        "2030-02",
-        "--transcript-dir",
-        str(tmp_path),
-        "--drop",
-        stdout=out,
-    )
+    archive_and_drop(tmp_path, out)
     assert f"{JAN}: 2 rows -> " in out.getvalue() and ", dropped" in out.getvalue()
     assert JAN not in tables("durable_schedule_history_%")
     lines = (tmp_path / f"{JAN}.jsonl").read_text().splitlines()
