@@ -694,6 +694,21 @@ class InvalidProbeTimeout(OperationsError):
                    "read (docs/operations.md \"Health\").")
 
 
+class TransactionAborted(OperationsError):
+    """A call inside a caller's ``transaction.atomic()`` whose transaction already failed: an
+    earlier statement raised (PostgreSQL answers 25P02 "current transaction is aborted" to
+    everything until the rollback, or Django marked the block for rollback)."""
+
+    code = "DS441"
+    next_action = (
+        "The caller's transaction already failed (an earlier statement in the same "
+        "transaction.atomic() block raised) and nothing was written: roll back (leave the "
+        "atomic block) and retry the call in a new transaction; to carry on after a statement "
+        "that may fail, run that statement in its own nested transaction.atomic() (a "
+        "savepoint) (docs/work.md \"Accepting Work\")."
+    )
+
+
 class MetricsUnavailable(OperationsError):
     code = "DS429"
     next_action = "Install the metrics extra: pip install 'durable-schedule[metrics]'."

@@ -12,7 +12,8 @@ Per month before the cutoff (never the current or a later month):
    Reading the detached table whole is what makes the transcript provably complete: under
    forced RLS no query could count the rows of every scope.
 3. **Drop** (only with ``drop=True``): the transcript is verified against the table (same row
-   count, same bytes, same digest) and only then the table is dropped (DS428 otherwise).
+   count, same bytes, same digest), its two files and their directory are fsynced, and only
+   then the table is dropped (DS428 otherwise).
 
 Steps are idempotent: a rerun continues with detached tables that were not yet dropped. The
 transcript directory is checked writable before any month is detached; a transcript that fails
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -165,11 +167,31 @@ def _transcribe(conn, table: str, target: Path) -> tuple[int, str]:
     body = b"".join(lines)
     digest = hashlib.sha256(body).hexdigest()
     path = target / f"{table}.jsonl"
-    tmp = path.with_suffix(".jsonl.partial")
-    tmp.write_bytes(body)
-    tmp.replace(path)  # a crash mid-write never leaves a transcript that looks complete
-    (target / f"{table}.jsonl.sha256").write_text(f"{digest}  {path.name}\n")
+    _write_synced(path, body)  # a crash mid-write never leaves a transcript that looks complete
+    _write_synced(target / f"{table}.jsonl.sha256", f"{digest}  {path.name}\n".encode())
+    _fsync_path(target)
     return len(lines), digest
+
+
+def _write_synced(path: Path, body: bytes) -> None:
+    """Write ``body`` to ``path`` through a ``.partial`` file that is fsynced before it is
+    renamed into place."""
+    tmp = path.with_name(path.name + ".partial")
+    with open(tmp, "wb") as out:
+        out.write(body)
+        out.flush()
+        os.fsync(out.fileno())
+    tmp.replace(path)
+
+
+def _fsync_path(path: Path) -> None:
+    """fsync a file or a directory (a directory's entry for a renamed file reaches the disk
+    only with the directory's own fsync)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _verify_and_drop(conn, table: str, target: Path) -> None:
@@ -184,5 +206,17 @@ def _verify_and_drop(conn, table: str, target: Path) -> None:
     if hashlib.sha256(body).hexdigest() != recorded or body != expected:
         raise PartitionArchiveRefused("the transcript does not match the table: refusing to "
                                       "drop it", table=table, transcript=str(path))
+    # The transcript becomes the only copy once the table is dropped: its files and their
+    # directory entries reach the disk first (a transcript written by an earlier run, or the
+    # page cache of this one, would otherwise be lost by a crash right after the drop).
+    try:
+        _fsync_path(path)
+        _fsync_path(sums)
+        _fsync_path(target)
+    except OSError as exc:
+        raise PartitionArchiveRefused(
+            "the transcript could not be synced to disk: refusing to drop the table",
+            table=table, transcript=str(path),
+            cause=f"{type(exc).__name__}: {exc.strerror or exc}") from exc
     with transaction.atomic(using=conn.alias), conn.cursor() as cur:
         cur.execute(f"drop table {_ident(table)}")

@@ -25,6 +25,7 @@ from durable_schedule.default_scope import scope_optional
 from durable_schedule.errors import (
     DurableError,
     InvalidArgument,
+    PayloadNotEncodable,
     ReleaseRefused,
     RevisionMismatch,
     ScheduleAlreadyExists,
@@ -400,6 +401,15 @@ def _stored_target(d: Definition) -> dict[str, Any]:
     """The active generation's target, re-checked against this process's Work registry."""
     try:
         target = WorkTarget.from_json(d.target_json)
+    except PayloadNotEncodable as exc:
+        # The payload itself is refused (over the Work cap, DS250, or one the codec refuses,
+        # DS209): the pass quarantined the schedule for it. Its own code and repair, not
+        # DS105's "register the Work", which is registered.
+        raise type(exc)(
+            f"the schedule's stored target cannot be re-issued ({exc.message}): pass "
+            "target= with a payload that fits (docs/operations.md \"Faults\")",
+            **{**exc.context, "schedule_id": d.schedule_id, "refused": "stored_target"},
+        ) from exc
     except (DurableError, TypeError, ValueError, KeyError) as exc:  # a tampered snapshot
         raise UnknownWorkTarget("the stored target cannot be read back; pass target=",
                                 schedule_id=d.schedule_id) from exc

@@ -38,10 +38,11 @@ of them); with Django's own cursor they run one after the other.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import psycopg
 from django.db import DatabaseError, connections, transaction
+from django.db.transaction import TransactionManagementError
 from psycopg.postgres import types as _pg_types
 from psycopg.pq import Format
 
@@ -51,6 +52,7 @@ from durable_schedule.errors import (
     InvalidScope,
     PoolerDropsPreparedStatements,
     ScopeLost,
+    TransactionAborted,
     WrongRole,
 )
 from durable_schedule.store import arrays, identifiers, timestamps
@@ -261,6 +263,52 @@ def sibling_cursor(cur):
     return _cursor(cur.db)
 
 
+#: in_failed_sql_transaction: "current transaction is aborted, commands ignored until end of
+#: transaction block".
+_ABORTED_SQLSTATE = "25P02"
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    """The SQLSTATE of a database error, looking through Django's wrapper to psycopg's."""
+    cur: BaseException | None = exc
+    for _ in range(10):
+        if cur is None:
+            return None
+        state = getattr(cur, "sqlstate", None)
+        if state:
+            return state
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+def _aborted(conn, cause: str) -> TransactionAborted:
+    return TransactionAborted(
+        "the caller's transaction already failed: an earlier statement in the same "
+        f"transaction.atomic() block raised ({cause}); nothing was written",
+        using=conn.alias)
+
+
+@contextmanager
+def _in_usable_transaction(conn) -> Iterator[None]:
+    """DS441 instead of Django's TransactionManagementError or psycopg's InFailedSqlTransaction
+    (25P02) when the caller's transaction already failed (docs/work.md "Accepting Work").
+    Checked before anything is sent when Django knows (the atomic block is marked for
+    rollback); PostgreSQL's refusal of the first statement otherwise (a raw statement that
+    failed and was caught). Nothing can have been written either way."""
+    if conn.in_atomic_block and conn.needs_rollback:
+        raise _aborted(conn, "Django marked the atomic block for rollback")
+    try:
+        yield
+    except TransactionManagementError as exc:
+        if conn.in_atomic_block and conn.needs_rollback:
+            raise _aborted(conn, "Django marked the atomic block for rollback") from exc
+        raise
+    except DatabaseError as exc:
+        if _sqlstate(exc) == _ABORTED_SQLSTATE:
+            raise _aborted(conn, "SQLSTATE 25P02, current transaction is aborted") from exc
+        raise
+
+
 def _wrong_role(exc: DatabaseError) -> WrongRole | None:
     return WrongRole(str(exc).split("\n")[0]) if "DS302" in str(exc) else None
 
@@ -278,11 +326,16 @@ def scoped(scope_id: str, *, using: str | None = None, create: bool = True) -> I
     """
     validate_scope_id(scope_id)
     conn = connection(using)
-    with transaction.atomic(using=conn.alias), _cursor(conn) as cur:
-        try:
-            cur.execute(_ENTER_SCOPE if create else _ENTER_SCOPE_TO_READ, [scope_id])
-        except DatabaseError as exc:
-            raise (_wrong_role(exc) or exc) from exc
+    with ExitStack() as stack:
+        # DS441 for the savepoint and the scope entry only: what the block raises later is
+        # its own error.
+        with _in_usable_transaction(conn):
+            stack.enter_context(transaction.atomic(using=conn.alias))
+            cur = stack.enter_context(_cursor(conn))
+            try:
+                cur.execute(_ENTER_SCOPE if create else _ENTER_SCOPE_TO_READ, [scope_id])
+            except DatabaseError as exc:
+                raise (_wrong_role(exc) or exc) from exc
         previous_role, previous_scope = cur.fetchone()
         yield cur
         try:
@@ -308,7 +361,10 @@ def statement_cursor(*, using: str | None = None) -> Iterator[object]:
     """
     conn = connection(using)
     if conn.in_atomic_block:
-        with transaction.atomic(using=conn.alias, savepoint=False), \
+        # DS441 when the caller's transaction already failed: refused before anything is sent
+        # when Django knows, else PostgreSQL's refusal (25P02) of the one statement.
+        with _in_usable_transaction(conn), \
+                transaction.atomic(using=conn.alias, savepoint=False), \
                 _cursor(conn, kept=True) as cur:
             yield cur
     elif conn.get_autocommit():

@@ -28,7 +28,10 @@ from types import FunctionType
 from typing import Any
 
 from durable_schedule.errors import AttemptCancelled
-from durable_schedule.work.broken_connections import drop_broken_sync_connections
+from durable_schedule.work.broken_connections import (
+    check_sync_connections_before_job,
+    drop_broken_sync_connections,
+)
 
 
 def is_async(fn: Callable[..., Any]) -> bool:
@@ -149,10 +152,12 @@ def _the_loop() -> asyncio.AbstractEventLoop:
 async def _supervise(fn: Callable[..., Any], ctx, payload: Any, gate: Gate | None) -> Any:
     try:
         if gate is None:
+            await check_sync_connections_before_job()
             return await _run(fn, ctx, payload)
         async with gate.semaphore():
             if gate.stopped is not None and gate.stopped():
                 raise NotStarted(repr(ctx))
+            await check_sync_connections_before_job()
             return await _run(fn, ctx, payload)
     except (OverBudget, NotStarted):
         raise

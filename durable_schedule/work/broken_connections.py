@@ -55,6 +55,54 @@ def drop_broken_connections() -> None:
             note_connection_loss()
 
 
+def new_job_health_check() -> None:
+    """Each job is to an executor thread what a request is to a web thread: with Django's
+    ``CONN_HEALTH_CHECKS`` on, the first query of the job checks the thread's connection first
+    and reconnects if it died while the thread was idle (``idle_session_timeout``, a failover,
+    a restarted pooler, ``pg_terminate_backend``). Django resets the check only at request
+    boundaries, which executor threads never see, so without this the first attempt after such
+    a cut failed. With the setting off (Django's default) this changes nothing."""
+    for conn in connections.all(initialized_only=True):
+        conn.health_check_done = False
+
+
+#: The loss count (:func:`note_connection_loss`) the async executors' ORM thread last checked
+#: its connections at; read by the event loop to skip the hop to that thread when nothing is
+#: to be checked.
+_sync_thread_seen = 0
+
+
+def _health_checks_configured() -> bool:
+    return any(settings.get("CONN_HEALTH_CHECKS") for settings in connections.settings.values())
+
+
+def _before_async_job() -> None:
+    """In the ORM thread of the async executors: what a slot thread does before each job."""
+    global _sync_thread_seen
+    seen = _losses
+    new_job_health_check()
+    check_after_loss()
+    _sync_thread_seen = seen
+
+
+async def check_sync_connections_before_job() -> None:
+    """Before an async executor runs: the thread its ORM calls run on (``sync_to_async``,
+    thread-sensitive) checks its connections as a ``--concurrency`` slot thread does before
+    each job (:func:`new_job_health_check`, :func:`check_after_loss`), so a connection the
+    server cut while it was idle is replaced before the job's first query instead of failing
+    that attempt. Costs a hop to that thread only when there is something to check
+    (``CONN_HEALTH_CHECKS`` on, or a connection loss noted since it last looked). Never raises:
+    a check that fails leaves the job to meet the error itself."""
+    if _losses == _sync_thread_seen and not _health_checks_configured():
+        return
+    from asgiref.sync import sync_to_async
+
+    try:
+        await sync_to_async(_before_async_job, thread_sensitive=True)()
+    except Exception:  # noqa: BLE001, S110 -- best effort; the job meets the error itself
+        pass
+
+
 async def drop_broken_sync_connections() -> None:
     """The same in the thread ``sync_to_async`` (thread-sensitive) runs on from the event loop:
     the thread an async executor's ORM calls used. Never raises (the attempt's own error is the

@@ -38,7 +38,11 @@ from durable_schedule.barriers import (
     barrier,
 )
 from durable_schedule.work import aio, clock
-from durable_schedule.work.broken_connections import check_after_loss, drop_broken_connections
+from durable_schedule.work.broken_connections import (
+    check_after_loss,
+    drop_broken_connections,
+    new_job_health_check,
+)
 from durable_schedule.work.outcome import AttemptOutcome
 from durable_schedule.work.passes import (
     commit_outcomes,
@@ -91,15 +95,8 @@ class _Pool:
             thread.join()
 
 
-def _new_job_health_check() -> None:
-    """Each job is to a slot thread what a request is to a web thread: with Django's
-    ``CONN_HEALTH_CHECKS`` on, the first query of the job checks the thread's connection first
-    and reconnects if it died while the slot was idle (``idle_session_timeout``, a failover, a
-    restarted pooler, ``pg_terminate_backend``). Django resets the check only at request
-    boundaries, which slot threads never see, so without this the first attempt after such a
-    cut failed. With the setting off (Django's default) this changes nothing."""
-    for conn in connections.all(initialized_only=True):
-        conn.health_check_done = False
+#: Django's health check per job (work/broken_connections.py), under its historical name.
+_new_job_health_check = new_job_health_check
 
 
 _pool: _Pool | None = None

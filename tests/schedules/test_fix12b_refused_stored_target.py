@@ -90,9 +90,17 @@ def test_payload_over_a_lowered_cap__quarantined_ds250_others_go_on_update_repai
     assert (counts.claimed, counts.suspended) == (1, 0)
     assert [o.schedule_id for o in counts.outcomes] == ["small"]
 
-    # Re-issuing the stored target as it is would be refused again: DS105, nothing changed.
-    with pytest.raises(UnknownWorkTarget):
+    # Re-issuing the stored target as it is would be refused again: DS250 naming the stored
+    # payload and the repair (not DS105, whose "register the Work" does not apply: the Work is
+    # registered), nothing changed.
+    with pytest.raises(PayloadTooLarge) as err:
         schedules.update(SCOPE, "big", expected_revision=d["revision"])
+    assert not isinstance(err.value, UnknownWorkTarget)
+    assert err.value.code == "DS250"
+    assert err.value.context["schedule_id"] == "big"
+    assert err.value.context["refused"] == "stored_target"
+    assert err.value.context["limit"] == CAP and err.value.context["size"] > 2 * CAP
+    assert "stored target" in err.value.message and "target=" in err.value.message
     after = definition("big")
     assert (after["state"], after["revision"]) == ("suspended", d["revision"])
 
@@ -138,6 +146,12 @@ def test_tampered_payload_the_codec_refuses__quarantined_ds209(clock, target):
     assert "deeper than" in ev["message"]
     assert occurrences("deep") == []
     assert definition("fine")["state"] == "active"
+    # Re-issuing it is refused with the payload's own code (DS209), not DS105.
+    with pytest.raises(PayloadNotEncodable) as err:
+        schedules.update(SCOPE, "deep", expected_revision=d["revision"])
+    assert not isinstance(err.value, UnknownWorkTarget)
+    assert (err.value.code, err.value.context["refused"]) == ("DS209", "stored_target")
+    assert definition("deep")["revision"] == d["revision"]
 
 
 @pytest.fixture
