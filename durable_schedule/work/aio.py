@@ -174,8 +174,9 @@ async def _supervise(fn: Callable[..., Any], ctx, payload: Any, gate: Gate | Non
             try:
                 return await _run(fn, ctx, payload)
             except EscapedInterrupt:
-                # Before the slot is released: the pass learns of the interrupt only when
-                # this attempt's future settles, after a waiting attempt could have started.
+                # Close the gate while this attempt still holds its slot: its future settles
+                # (and tells the pass) only later, after a waiting attempt woken by the
+                # release could have started.
                 gate.interrupt()
                 raise
     except (OverBudget, NotStarted):
