@@ -59,17 +59,35 @@ class NotStarted(Exception):  # noqa: N818 - a typed outcome, not an error
 class Gate:
     """At most ``size`` async executors run at once; the others wait, admitted, for a slot
     (the pipeline admits a little ahead so no slot waits for a database round trip).
-    ``stopped()`` true when a slot frees: the waiting attempt is not started (NotStarted)."""
+    ``stopped()`` true when a slot frees: the waiting attempt is not started (NotStarted).
+    Once an attempt's ``KeyboardInterrupt`` / ``SystemExit`` escapes (:meth:`interrupt`, called
+    while that attempt still holds its slot) no waiting attempt starts either, and
+    ``on_interrupt`` tells the pass in the same step."""
 
-    def __init__(self, size: int, stopped: Callable[[], bool] | None = None) -> None:
+    def __init__(self, size: int, stopped: Callable[[], bool] | None = None,
+                 on_interrupt: Callable[[], None] | None = None) -> None:
         self.size = size
         self.stopped = stopped
+        self.on_interrupt = on_interrupt
+        self.interrupted = False
         self._semaphore: asyncio.Semaphore | None = None
 
     def semaphore(self) -> asyncio.Semaphore:  # created on the loop's thread, on first use
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self.size)
         return self._semaphore
+
+    def closed(self) -> bool:
+        """A waiting attempt that gets a slot now is not started."""
+        return self.interrupted or (self.stopped is not None and self.stopped())
+
+    def interrupt(self) -> None:
+        """An interrupt escaped an attempt that holds a slot: close the gate before the slot
+        is released (on the loop's thread, so no waiting attempt is woken in between)."""
+        self.interrupted = True
+        if self.on_interrupt is not None:
+            self.on_interrupt()
+
 
 class EscapedCancel(Exception):  # noqa: N818 - it carries a cancellation, it is not an error
     """Carries an async executor's *own* ``CancelledError`` (an ``await`` of something another
@@ -155,10 +173,17 @@ async def _supervise(fn: Callable[..., Any], ctx, payload: Any, gate: Gate | Non
             await check_sync_connections_before_job()
             return await _run(fn, ctx, payload)
         async with gate.semaphore():
-            if gate.stopped is not None and gate.stopped():
+            if gate.closed():
                 raise NotStarted(repr(ctx))
             await check_sync_connections_before_job()
-            return await _run(fn, ctx, payload)
+            try:
+                return await _run(fn, ctx, payload)
+            except EscapedInterrupt:
+                # Close the gate while this attempt still holds its slot: its future settles
+                # (and tells the pass) only later, after a waiting attempt woken by the
+                # release could have started.
+                gate.interrupt()
+                raise
     except (OverBudget, NotStarted):
         raise
     except Exception:

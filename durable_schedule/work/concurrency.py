@@ -171,7 +171,9 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
             halt_on_interrupt(exc)
             done.put(("error", None, exc))
 
-    gate = aio.Gate(concurrency, stopped=lambda: halted.is_set() or stopping(stop))
+    # An async executor's interrupt closes the gate and sets ``halted`` before its slot frees.
+    gate = aio.Gate(concurrency, stopped=lambda: halted.is_set() or stopping(stop),
+                    on_interrupt=halted.set)
 
     def run_async(action, origin) -> None:
         barrier(WORK_PERMIT_AFTER_COMMIT)
@@ -203,8 +205,10 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
     try:
         while True:
             room = capacity - in_flight
-            if (failure is None and in_flight <= concurrency and not drained
-                    and processed < max_items and not stopping(stop)):
+            # ``halted``: an interrupt escaped an async slot; its error may reach ``done``
+            # after the hand-backs it caused, which must not be claimed again by this pass.
+            if (failure is None and not halted.is_set() and in_flight <= concurrency
+                    and not drained and processed < max_items and not stopping(stop)):
                 n = min(sizer.next_size(batch, concurrency), room, max_items - processed)
                 admission = admit_batch(opts, seconds, n)
                 if admission.tally.pop("batch_conflicts", 0):

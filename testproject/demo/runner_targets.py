@@ -138,3 +138,30 @@ def run_when_released(ctx: work.WorkContext, payload: dict) -> dict:
         time.sleep(0.05)
     Effect.objects.create(work_id=ctx.work_id, attempt=ctx.attempt, key="effect")
     return {"attempt": ctx.attempt}
+
+
+INTERRUPTING_KEY = "interrupting"  # written by an interrupting attempt right before it raises
+interrupting_gated_async = work.define(
+    "demo.interrupting_gated_async", "v1", safety=work.ProviderSafety.IDEMPOTENT
+)
+
+
+@interrupting_gated_async.executor
+async def interrupt_once_the_slots_are_full(ctx: work.WorkContext, payload: dict) -> dict:
+    """Attempt 1 waits until ``payload["slots"]`` attempts have started (every slot of a
+    ``--concurrency`` worker taken, the rest of its claim waiting on the gate), then raises
+    ``KeyboardInterrupt`` (the worker stops); a later attempt does the work."""
+    import asyncio
+
+    await Effect.objects.acreate(work_id=ctx.work_id, attempt=ctx.attempt, key="started")
+    if ctx.attempt == 1:
+        deadline = time.monotonic() + GATE_BOUND_SECONDS
+        while await Effect.objects.filter(key="started").acount() < payload["slots"]:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the slots never filled")
+            await asyncio.sleep(0.05)
+        await Effect.objects.acreate(work_id=ctx.work_id, attempt=ctx.attempt,
+                                     key=INTERRUPTING_KEY)
+        raise KeyboardInterrupt
+    await Effect.objects.acreate(work_id=ctx.work_id, attempt=ctx.attempt, key="effect")
+    return {"attempt": ctx.attempt}
