@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 from durable_schedule.errors import InvalidTaskArguments
+from durable_schedule.work import codec
 
 #: The nesting the store's payload codec admits (work/codec.py refuses deeper with DS209).
 #: Checked here while walking, so a value nested past Python's recursion limit (``json.loads``
@@ -96,10 +97,15 @@ def return_value(value: Any) -> Any:
     """The task's return value as JSON, or TypeError (the attempt fails, as Django's do).
 
     The message names the return value and the path inside it (``return value['rows'][3] is
-    set``), never "a task argument": the arguments were accepted at enqueue.
+    set``), never "a task argument": the arguments were accepted at enqueue. A value larger
+    than the store holds is ``PayloadTooLarge`` (DS250), the error the runtime would fail the
+    attempt with, raised here so that ``task_finished`` reports the failed attempt instead of
+    a success the store never recorded.
     """
     try:
-        return _value(value, "return value", RETURN_VALUE)
+        checked = _value(value, "return value", RETURN_VALUE)
     except InvalidTaskArguments as exc:
         raise TypeError(f"{exc.message}: {exc.context.get('path')} is "
                         f"{exc.context.get('got')}") from None
+    codec.canonical_json(checked, "result")
+    return checked
