@@ -19,7 +19,12 @@ from django.db import connections, transaction
 from django.utils import timezone
 
 from durable_schedule import conf
-from durable_schedule.errors import DurableError, InvalidIdentifier, InvalidTaskOptions
+from durable_schedule.errors import (
+    DurableError,
+    InvalidIdentifier,
+    InvalidScope,
+    InvalidTaskOptions,
+)
 from durable_schedule.evaluation.policy import ExecutionPolicy, as_instant, checked_add
 from durable_schedule.store.transactions import validate_scope_id
 from durable_schedule.tasks import arguments, results, scoping
@@ -149,7 +154,13 @@ class DurableBackend(BaseTaskBackend):
             raise InvalidTask(f"durable task {task.module_path}: deadline_after must be a "
                               "positive timedelta")
         if resolved.scope is not None:
-            validate_scope_id(resolved.scope)
+            # InvalidTask, as for every other option: an InvalidScope escaped validate_task
+            # (Django's contract is InvalidTask) and, in a worker, the claim, failing the pass.
+            try:
+                validate_scope_id(resolved.scope)
+            except InvalidScope as exc:
+                raise InvalidTask(f"durable task {task.module_path}: scope is not a scope id "
+                                  f"({exc.code}: {exc.message})") from None
         if not isinstance(resolved.version, str) or not resolved.version:
             raise InvalidTask(f"durable task {task.module_path}: version must be a string")
         return resolved
@@ -264,6 +275,11 @@ def _check_task_values(alias: str, path: str, values: dict) -> None:
 
     _check_values(values, ("version", "safety", "policy", "deadline_after"), bad,
                   none_is_unset=True)
+    if values.get("scope") is not None:
+        try:
+            validate_scope_id(values["scope"])
+        except InvalidScope as exc:
+            raise bad("scope", f"is not a scope id ({exc.code}: {exc.message})") from None
 
 
 def _check_queues(alias: str, queues: set) -> None:
