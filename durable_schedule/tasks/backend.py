@@ -70,9 +70,6 @@ class DurableBackend(BaseTaskBackend):
             raise InvalidTaskOptions("unknown OPTIONS for the durable tasks backend",
                                      backend=alias, unknown=sorted(unknown),
                                      known=sorted(OPTION_KEYS))
-        self.database: str = self.options.get("DATABASE") or conf.database_alias()
-        self.default_scope = validate_scope_id(
-            self.options.get("SCOPE") or conf.default_scope() or DEFAULT_SCOPE)
         per_task = self.options.get("TASK_OPTIONS", {})
         if not isinstance(per_task, dict):
             raise InvalidTaskOptions("OPTIONS['TASK_OPTIONS'] must map module paths to dicts",
@@ -80,6 +77,10 @@ class DurableBackend(BaseTaskBackend):
         _check_task_options(alias, per_task)
         _check_queues(alias, self.queues)
         _check_defaults(alias, self.options)
+        self.database: str = self.options.get("DATABASE") or conf.database_alias()
+        scope = self.options.get("SCOPE")
+        self.default_scope = validate_scope_id(
+            scope if scope is not None else conf.default_scope() or DEFAULT_SCOPE)
         self._declared_scopes: set[str] = {
             validate_scope_id(values["scope"]) for values in per_task.values()
             if isinstance(values, dict) and values.get("scope") is not None}
@@ -300,6 +301,14 @@ def _check_defaults(alias: str, options: dict) -> None:
         return InvalidTaskOptions(f"OPTIONS['{key}'] {why}", backend=alias,
                                   got=repr(options[key])[:200])
 
+    scope = options.get("SCOPE")
+    if scope is not None:
+        # An empty SCOPE (an unset environment variable) fell through to DEFAULT_SCOPE or
+        # "default": a tenant's tasks were accepted into another scope.
+        try:
+            validate_scope_id(scope)
+        except InvalidScope as exc:
+            raise bad("SCOPE", f"is not a scope id ({exc.code}: {exc.message})") from None
     database = options.get("DATABASE")
     if database is not None and (not isinstance(database, str)
                                  or database not in connections.settings):
