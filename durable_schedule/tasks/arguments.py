@@ -10,10 +10,11 @@ store's ``jsonb`` refuses) and an int longer than Python writes as text are refu
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any
 
-from durable_schedule.errors import InvalidTaskArguments
+from durable_schedule.errors import InvalidTaskArguments, TaskArgumentsMismatch
 from durable_schedule.work import codec
 
 #: The nesting the store's payload codec admits (work/codec.py refuses deeper with DS209).
@@ -23,6 +24,33 @@ MAX_DEPTH = 64
 #: Ints longer than this many bits may pass Python's default 4,300-digit int-to-text limit;
 #: only those pay for the check that writes them out.
 _LONG_INT_BITS = 14_000
+
+
+#: Signatures of task functions, computed once per function.
+_SIGNATURES: dict[Any, inspect.Signature | None] = {}
+
+
+def fit(task: Any, args: Any, kwargs: Any) -> None:
+    """DS271 (also a TypeError) when ``args``/``kwargs`` do not fit the task function's
+    signature (after the ``context`` argument of a ``takes_context`` task): accepted, such a
+    call failed every attempt with the TypeError the call raised, until the retry policy
+    gave up (and a schedule targeting it failed every run)."""
+    func = task.func
+    if func not in _SIGNATURES:
+        try:
+            _SIGNATURES[func] = inspect.signature(func)
+        except (TypeError, ValueError):  # no signature Python can read: nothing to check
+            _SIGNATURES[func] = None
+    signature = _SIGNATURES[func]
+    if signature is None:
+        return
+    leading = (None,) if task.takes_context else ()
+    try:
+        signature.bind(*leading, *args, **kwargs)
+    except TypeError as exc:
+        raise TaskArgumentsMismatch(
+            f"the arguments do not fit {task.module_path}{signature}: {exc}",
+            task=task.module_path) from None
 
 
 def to_json(args: Any, kwargs: Any) -> dict[str, Any]:

@@ -182,6 +182,7 @@ class DurableBackend(BaseTaskBackend):
     # ------------------------------------------------------------------ enqueue
     def enqueue(self, task: Task, args, kwargs) -> TaskResult:
         resolved = self.runnable_options(task)
+        arguments.fit(task, args, kwargs)
         payload = arguments.to_json(args, kwargs)
         definition = definition_for(task, resolved)
         scope = resolved.scope or scoping.ambient() or self.default_scope
