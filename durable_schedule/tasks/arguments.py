@@ -38,7 +38,10 @@ def fit(task: Any, args: Any, kwargs: Any) -> None:
     func = task.func
     if func not in _SIGNATURES:
         try:
-            _SIGNATURES[func] = inspect.signature(func)
+            # The callable's own signature, not the one functools.wraps copies from the
+            # function it wraps: a decorator may supply arguments (``f(client, *args)``), and
+            # the worker calls the wrapper.
+            _SIGNATURES[func] = inspect.signature(func, follow_wrapped=False)
         except (TypeError, ValueError):  # no signature Python can read: nothing to check
             _SIGNATURES[func] = None
     signature = _SIGNATURES[func]

@@ -43,3 +43,24 @@ def test_enqueue__arguments_that_fit_are_accepted(committed_clock):
     demo.send_welcome.enqueue(7, template="hello")
     demo.record.enqueue("k")
     assert Work.objects.count() == 3
+
+
+def test_fit__checks_the_callable_the_worker_calls_not_the_function_it_wraps():
+    import functools
+    from types import SimpleNamespace
+
+    from durable_schedule.tasks import arguments
+
+    def fetch(client, url):
+        return client, url
+
+    @functools.wraps(fetch)
+    def with_client(*args, **kwargs):  # supplies ``client`` itself
+        return fetch("client", *args, **kwargs)
+
+    wrapped = SimpleNamespace(func=with_client, takes_context=False,
+                              module_path="demo.tasks.fetch")
+    arguments.fit(wrapped, ("https://example.org",), {})  # what the worker's call accepts
+    plain = SimpleNamespace(func=fetch, takes_context=False, module_path="demo.tasks.fetch")
+    with pytest.raises(TaskArgumentsMismatch, match="DS271"):
+        arguments.fit(plain, ("https://example.org",), {})
