@@ -499,6 +499,16 @@ class InvalidTaskOptions(WorkError):
 
 
 
+# DS271-DS273: the django.tasks backend at enqueue (docs/tasks.md).
+class TaskArgumentsMismatch(WorkError, TypeError):
+    code = "DS271"
+    next_action = (
+        "Pass the arguments the task function takes (the message names the mismatch and the "
+        "signature); a call that does not fit would fail every attempt (docs/tasks.md "
+        "\"Arguments and return values\")."
+    )
+
+
 # DS246-DS249: adaptive claim sizing of the Work pipeline (docs/work.md "Batched Work").
 class InvalidWaitBudget(WorkError):
     code = "DS246"

@@ -10,10 +10,12 @@ store's ``jsonb`` refuses) and an int longer than Python writes as text are refu
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any
 
-from durable_schedule.errors import InvalidTaskArguments
+from durable_schedule.errors import InvalidTaskArguments, TaskArgumentsMismatch
+from durable_schedule.work import codec
 
 #: The nesting the store's payload codec admits (work/codec.py refuses deeper with DS209).
 #: Checked here while walking, so a value nested past Python's recursion limit (``json.loads``
@@ -22,6 +24,36 @@ MAX_DEPTH = 64
 #: Ints longer than this many bits may pass Python's default 4,300-digit int-to-text limit;
 #: only those pay for the check that writes them out.
 _LONG_INT_BITS = 14_000
+
+
+#: Signatures of task functions, computed once per function.
+_SIGNATURES: dict[Any, inspect.Signature | None] = {}
+
+
+def fit(task: Any, args: Any, kwargs: Any) -> None:
+    """DS271 (also a TypeError) when ``args``/``kwargs`` do not fit the task function's
+    signature (after the ``context`` argument of a ``takes_context`` task): accepted, such a
+    call failed every attempt with the TypeError the call raised, until the retry policy
+    gave up (and a schedule targeting it failed every run)."""
+    func = task.func
+    if func not in _SIGNATURES:
+        try:
+            # The callable's own signature, not the one functools.wraps copies from the
+            # function it wraps: a decorator may supply arguments (``f(client, *args)``), and
+            # the worker calls the wrapper.
+            _SIGNATURES[func] = inspect.signature(func, follow_wrapped=False)
+        except (TypeError, ValueError):  # no signature Python can read: nothing to check
+            _SIGNATURES[func] = None
+    signature = _SIGNATURES[func]
+    if signature is None:
+        return
+    leading = (None,) if task.takes_context else ()
+    try:
+        signature.bind(*leading, *args, **kwargs)
+    except TypeError as exc:
+        raise TaskArgumentsMismatch(
+            f"the arguments do not fit {task.module_path}{signature}: {exc}",
+            task=task.module_path) from None
 
 
 def to_json(args: Any, kwargs: Any) -> dict[str, Any]:
@@ -96,10 +128,15 @@ def return_value(value: Any) -> Any:
     """The task's return value as JSON, or TypeError (the attempt fails, as Django's do).
 
     The message names the return value and the path inside it (``return value['rows'][3] is
-    set``), never "a task argument": the arguments were accepted at enqueue.
+    set``), never "a task argument": the arguments were accepted at enqueue. A value larger
+    than the store holds is ``PayloadTooLarge`` (DS250), the error the runtime would fail the
+    attempt with, raised here so that ``task_finished`` reports the failed attempt instead of
+    a success the store never recorded.
     """
     try:
-        return _value(value, "return value", RETURN_VALUE)
+        checked = _value(value, "return value", RETURN_VALUE)
     except InvalidTaskArguments as exc:
         raise TypeError(f"{exc.message}: {exc.context.get('path')} is "
                         f"{exc.context.get('got')}") from None
+    codec.canonical_json(checked, "result")
+    return checked

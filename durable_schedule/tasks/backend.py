@@ -19,7 +19,12 @@ from django.db import connections, transaction
 from django.utils import timezone
 
 from durable_schedule import conf
-from durable_schedule.errors import DurableError, InvalidIdentifier, InvalidTaskOptions
+from durable_schedule.errors import (
+    DurableError,
+    InvalidIdentifier,
+    InvalidScope,
+    InvalidTaskOptions,
+)
 from durable_schedule.evaluation.policy import ExecutionPolicy, as_instant, checked_add
 from durable_schedule.store.transactions import validate_scope_id
 from durable_schedule.tasks import arguments, results, scoping
@@ -65,9 +70,6 @@ class DurableBackend(BaseTaskBackend):
             raise InvalidTaskOptions("unknown OPTIONS for the durable tasks backend",
                                      backend=alias, unknown=sorted(unknown),
                                      known=sorted(OPTION_KEYS))
-        self.database: str = self.options.get("DATABASE") or conf.database_alias()
-        self.default_scope = validate_scope_id(
-            self.options.get("SCOPE") or conf.default_scope() or DEFAULT_SCOPE)
         per_task = self.options.get("TASK_OPTIONS", {})
         if not isinstance(per_task, dict):
             raise InvalidTaskOptions("OPTIONS['TASK_OPTIONS'] must map module paths to dicts",
@@ -75,6 +77,10 @@ class DurableBackend(BaseTaskBackend):
         _check_task_options(alias, per_task)
         _check_queues(alias, self.queues)
         _check_defaults(alias, self.options)
+        self.database: str = self.options.get("DATABASE") or conf.database_alias()
+        scope = self.options.get("SCOPE")
+        self.default_scope = validate_scope_id(
+            scope if scope is not None else conf.default_scope() or DEFAULT_SCOPE)
         self._declared_scopes: set[str] = {
             validate_scope_id(values["scope"]) for values in per_task.values()
             if isinstance(values, dict) and values.get("scope") is not None}
@@ -149,7 +155,13 @@ class DurableBackend(BaseTaskBackend):
             raise InvalidTask(f"durable task {task.module_path}: deadline_after must be a "
                               "positive timedelta")
         if resolved.scope is not None:
-            validate_scope_id(resolved.scope)
+            # InvalidTask, as for every other option: an InvalidScope escaped validate_task
+            # (Django's contract is InvalidTask) and, in a worker, the claim, failing the pass.
+            try:
+                validate_scope_id(resolved.scope)
+            except InvalidScope as exc:
+                raise InvalidTask(f"durable task {task.module_path}: scope is not a scope id "
+                                  f"({exc.code}: {exc.message})") from None
         if not isinstance(resolved.version, str) or not resolved.version:
             raise InvalidTask(f"durable task {task.module_path}: version must be a string")
         return resolved
@@ -170,6 +182,7 @@ class DurableBackend(BaseTaskBackend):
     # ------------------------------------------------------------------ enqueue
     def enqueue(self, task: Task, args, kwargs) -> TaskResult:
         resolved = self.runnable_options(task)
+        arguments.fit(task, args, kwargs)
         payload = arguments.to_json(args, kwargs)
         definition = definition_for(task, resolved)
         scope = resolved.scope or scoping.ambient() or self.default_scope
@@ -264,6 +277,11 @@ def _check_task_values(alias: str, path: str, values: dict) -> None:
 
     _check_values(values, ("version", "safety", "policy", "deadline_after"), bad,
                   none_is_unset=True)
+    if values.get("scope") is not None:
+        try:
+            validate_scope_id(values["scope"])
+        except InvalidScope as exc:
+            raise bad("scope", f"is not a scope id ({exc.code}: {exc.message})") from None
 
 
 def _check_queues(alias: str, queues: set) -> None:
@@ -284,6 +302,14 @@ def _check_defaults(alias: str, options: dict) -> None:
         return InvalidTaskOptions(f"OPTIONS['{key}'] {why}", backend=alias,
                                   got=repr(options[key])[:200])
 
+    scope = options.get("SCOPE")
+    if scope is not None:
+        # An empty SCOPE (an unset environment variable) fell through to DEFAULT_SCOPE or
+        # "default": a tenant's tasks were accepted into another scope.
+        try:
+            validate_scope_id(scope)
+        except InvalidScope as exc:
+            raise bad("SCOPE", f"is not a scope id ({exc.code}: {exc.message})") from None
     database = options.get("DATABASE")
     if database is not None and (not isinstance(database, str)
                                  or database not in connections.settings):

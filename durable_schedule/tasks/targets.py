@@ -36,6 +36,7 @@ def target(task: Task, /, *args: Any, **kwargs: Any) -> WorkTarget:
     if not hasattr(backend, "runnable_options"):
         raise InvalidTask(f"task {task.module_path} does not use the durable backend")
     resolved = backend.runnable_options(task)
+    arguments.fit(task, args, kwargs)
     definition = definition_for(task, resolved)
     # The task's routing, as enqueue() uses it: every occurrence's Work runs on the task's
     # queue at its priority (``task.using(queue_name=..., priority=...)`` overrides both).
