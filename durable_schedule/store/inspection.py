@@ -156,6 +156,10 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
     # Every fact read set-based, once (store/drift.py), then compared table by table.
     privileges = drift.table_privileges_of(cur, [RUNTIME_ROLE, DISPATCHER_ROLE], tables)
     columns_held = drift.column_privileges_of(cur, RUNTIME_ROLE, tables) if exact else {}
+    # Every column privilege of the dispatcher (its own or PUBLIC's), on every table: a column
+    # grant gives no table privilege, so the table-wide read above does not see one, and with
+    # it the dispatcher sets a scope (any role may) and reads that scope's column.
+    dispatcher_columns = drift.column_privileges_of(cur, DISPATCHER_ROLE, tables)
     wanted = [(RUNTIME_ROLE, table, column, priv) for table, (_whole, by_column)
               in contract.items() for priv, columns in by_column.items() for column in columns]
     wanted += [(DISPATCHER_ROLE, "durable_schedule_dispatch", column, "SELECT")
@@ -176,6 +180,11 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
                                                    by_column, held))
         if privileges[(DISPATCHER_ROLE, table)]:
             problems.append(f"{DISPATCHER_ROLE} has table privileges on {table}")
+        else:
+            allowed = ({"SELECT": DISPATCHER_COLUMNS} if table == "durable_schedule_dispatch"
+                       else {})
+            problems.extend(drift.column_extras_of(DISPATCHER_ROLE, table,
+                                                   dispatcher_columns[table], allowed, set()))
     problems.extend(drift.rls_problems(cur, tables, runtime=RUNTIME_ROLE,
                                        dispatcher=DISPATCHER_ROLE, policies=exact))
     for column in DISPATCHER_COLUMNS:
@@ -183,10 +192,6 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
             problems.append(
                 f"{DISPATCHER_ROLE} lacks SELECT ({column}) on durable_schedule_dispatch"
             )
-    cur.execute(_q("dispatcher_visible_columns"), (DISPATCHER_ROLE,))
-    extra = sorted({r[0] for r in cur.fetchall()} - set(DISPATCHER_COLUMNS))
-    if extra:
-        problems.append(f"{DISPATCHER_ROLE} may read hidden dispatch columns {extra}")
     functions = [(role, fn) for role, funcs in ((DISPATCHER_ROLE, DISPATCHER_FUNCTIONS),
                                                 (RUNTIME_ROLE, RUNTIME_FUNCTIONS))
                  for fn in funcs]

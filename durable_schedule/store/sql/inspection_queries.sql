@@ -27,11 +27,6 @@ union all
 select r, current_schema()::text, quote_ident(current_schema()) from unnest(%s::text[]) as r, public_may
  where not yes and has_schema_privilege(r, current_schema(), 'CREATE')
 
--- name: dispatcher_visible_columns -- dispatch columns the dispatcher may SELECT.
-select a.attname from pg_attribute a
- where a.attrelid = 'durable_schedule_dispatch'::regclass and a.attnum > 0
-   and not a.attisdropped and has_column_privilege(%s, a.attrelid, a.attnum, 'SELECT')
-
 -- name: executable_functions -- this schema's product functions a role may EXECUTE.
 select p.oid::regprocedure::text
   from pg_proc p join pg_namespace n on n.oid = p.pronamespace
