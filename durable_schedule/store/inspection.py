@@ -137,6 +137,14 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
             memberships.extend(f"role {role} is a member of role {granted}: it takes on "
                                "that role's privileges and row-level security policies "
                                f"(REVOKE {granted} FROM {role})" for granted in row[2])
+            # NOLOGIN: whoever logs in as the runtime sets any scope (any role may) and reads
+            # it; CREATEROLE grants it any non-superuser role, the owner's included;
+            # REPLICATION streams every row past row-level security.
+            memberships.extend(
+                f"role {role} has {flag}: the contract's role has none of LOGIN, CREATEROLE "
+                f"and REPLICATION (ALTER ROLE {role} NO{flag})"
+                for flag, held in (("LOGIN", row[3]), ("CREATEROLE", row[4]),
+                                   ("REPLICATION", row[5])) if held)
     if problems:
         return problems
     problems.extend(memberships)

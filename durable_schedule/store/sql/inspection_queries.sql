@@ -6,13 +6,14 @@ select to_regclass('durable_schedule_store') is not null
 -- name: store_row -- schema version, compatibility floor and runtime epoch.
 select schema_version, compatibility_floor, runtime_epoch from durable_schedule_store
 
--- name: role_flags -- a role's superuser and bypassrls flags (no row: missing), and the roles
+-- name: role_flags -- a role's superuser and bypassrls flags (no row: missing), the roles
 -- it is a member of (the contract: none; a membership brings that role's privileges and RLS
--- policies with it).
+-- policies with it), and its LOGIN, CREATEROLE and REPLICATION flags (the contract: none).
 select r.rolsuper, r.rolbypassrls,
        array(select g.rolname::text from pg_auth_members m
                join pg_roles g on g.oid = m.roleid
-              where m.member = r.oid order by 1)
+              where m.member = r.oid order by 1),
+       r.rolcanlogin, r.rolcreaterole, r.rolreplication
   from pg_roles r where r.rolname = %s
 
 -- name: schema_creators -- who of PUBLIC and the given roles may CREATE in this schema (the
