@@ -222,6 +222,13 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
                         "(<app schema>, pg_temp)" for (fn,) in cur.fetchall())
         problems.extend(f"function {fn} lacks its pinned search_path (<app schema>, pg_temp)"
                         for fn in drift.unpinned_functions(cur))
+        # The migration owner owns every store object: a role that owns one may drop it (the
+        # clock seam, a claim function), alter its settings and grant it to anyone.
+        cur.execute(_q("owned_by_roles"), {"roles": [RUNTIME_ROLE, DISPATCHER_ROLE]})
+        problems.extend(f"{what} is owned by {role}: the migration owner owns every store "
+                        f"object (ALTER {what.split(' ', 1)[0].upper()} "
+                        f"{what.split(' ', 1)[1]} OWNER TO <migration owner>)"
+                        for what, role in cur.fetchall())
     cur.execute(_q("executable_functions"), (DISPATCHER_ROLE,))
     for (fn,) in cur.fetchall():
         if fn.replace(" ", "") not in {f.replace(" ", "") for f in DISPATCHER_FUNCTIONS}:

@@ -125,3 +125,24 @@ select s.f::text from durable_schedule_store_functions() as s(f) join pg_proc p 
    and p.proconfig is distinct from
        array['search_path=' || quote_ident(current_schema()) || ', pg_temp']
  order by 1
+
+-- name: owned_by_roles -- store functions, tables and types of this schema that one of the
+-- given roles owns (the contract: the migration owner owns every one). An owner may drop the
+-- object, alter its settings and grant it to anyone, none of which a grant shows.
+select 'function ' || s.f::text, pg_get_userbyid(p.proowner)::text
+  from durable_schedule_store_functions() as s(f) join pg_proc p on p.oid = s.f
+ where pg_get_userbyid(p.proowner) = any(%(roles)s::text[])
+union all
+select 'table ' || c.relname::text, pg_get_userbyid(c.relowner)::text
+  from pg_class c
+ where c.relnamespace = current_schema()::regnamespace and c.relkind in ('r', 'p')
+   and (c.relname like 'durable\_schedule\_%%' or c.relname like 'durable\_work%%'
+        or c.relname = 'durable_runner_heartbeat')
+   and pg_get_userbyid(c.relowner) = any(%(roles)s::text[])
+union all
+select 'type ' || t.typname::text, pg_get_userbyid(t.typowner)::text
+  from pg_type t
+ where t.typnamespace = current_schema()::regnamespace and t.typname like 'durable\_%%'
+   and (t.typrelid = 0 or (select c.relkind from pg_class c where c.oid = t.typrelid) = 'c')
+   and pg_get_userbyid(t.typowner) = any(%(roles)s::text[])
+order by 1
