@@ -155,7 +155,11 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
     problems.extend(
         f"{who} may CREATE in schema {schema}: a function or table it plants there is "
         f"resolved by the store's functions and the owner's statements (REVOKE CREATE ON "
-        f"SCHEMA {quoted} FROM {who})" for who, schema, quoted in cur.fetchall())
+        f"SCHEMA {quoted} FROM {who})" if is_app else
+        f"{who} may CREATE in schema {schema} of the search path: an overload it plants there "
+        f"is resolved by the owner's statements (REVOKE CREATE ON SCHEMA {quoted} FROM {who}, "
+        "or take the schema off the search path)"
+        for who, schema, quoted, is_app in cur.fetchall())
     # Attached history partitions carry their own grants: the parent's contract applies.
     partitions = drift.history_partitions(cur)
     contract = dict(RUNTIME_GRANTS)

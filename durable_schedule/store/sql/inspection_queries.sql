@@ -16,17 +16,27 @@ select r.rolsuper, r.rolbypassrls,
        r.rolcanlogin, r.rolcreaterole, r.rolreplication
   from pg_roles r where r.rolname = %s
 
--- name: schema_creators -- who of PUBLIC and the given roles may CREATE in this schema (the
--- store's pinned search path and the owner's unqualified statements resolve what they plant
--- there). A role holding it only through PUBLIC is left to PUBLIC's row.
-with public_may as (
-    select exists (select from pg_namespace n, aclexplode(n.nspacl) a
-                    where n.nspname = current_schema() and a.grantee = 0
-                      and a.privilege_type = 'CREATE') as yes)
-select 'PUBLIC', current_schema()::text, quote_ident(current_schema()) from public_may where yes
-union all
-select r, current_schema()::text, quote_ident(current_schema()) from unnest(%s::text[]) as r, public_may
- where not yes and has_schema_privilege(r, current_schema(), 'CREATE')
+-- name: schema_creators -- who of PUBLIC and the given roles may CREATE in this schema or in
+-- any other schema of the session's search path (the store's pinned search path and the
+-- owner's unqualified statements resolve what they plant in this one; the owner's statements
+-- resolve a better-matching overload planted in any schema of the path). A role holding it only
+-- through PUBLIC is left to PUBLIC's row. The last column: is it the app schema.
+with path as (
+    select s.nsp, s.pos from unnest(current_schemas(false)) with ordinality as s(nsp, pos)),
+public_may as (
+    select p.nsp, p.pos, exists (select from pg_namespace n, aclexplode(n.nspacl) a
+                                  where n.nspname = p.nsp and a.grantee = 0
+                                    and a.privilege_type = 'CREATE') as yes
+      from path p)
+select who, nsp, quoted, is_app from (
+    select 'PUBLIC' as who, pm.nsp::text as nsp, quote_ident(pm.nsp) as quoted,
+           pm.nsp = current_schema() as is_app, pm.pos
+      from public_may pm where pm.yes
+    union all
+    select r, pm.nsp::text, quote_ident(pm.nsp), pm.nsp = current_schema(), pm.pos
+      from unnest(%s::text[]) as r, public_may pm
+     where not pm.yes and has_schema_privilege(r, pm.nsp, 'CREATE')) found
+ order by pos, who
 
 -- name: executable_functions -- this schema's product functions a role may EXECUTE.
 select p.oid::regprocedure::text
