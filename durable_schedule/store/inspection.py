@@ -148,6 +148,12 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
     if problems:
         return problems
     problems.extend(memberships)
+    # The connection enters both roles with SET LOCAL ROLE: without the membership every scoped
+    # call and every claim fails (DS302), which the check says before the first one does.
+    cur.execute(_q("roles_session_may_not_set"), ([RUNTIME_ROLE, DISPATCHER_ROLE],))
+    problems.extend(f"the database user may not SET ROLE {role}: every transaction that enters "
+                    f"it fails (DS302) (GRANT {role} TO <migration owner>)"
+                    for (role,) in cur.fetchall())
     # The pinned search path names the app schema: whoever may create objects in it plants a
     # function or table the store's functions and the owner's own statements resolve (an
     # overload PostgreSQL prefers for an argument type runs with the caller's rights).

@@ -156,3 +156,14 @@ select 'type ' || t.typname::text, pg_get_userbyid(t.typowner)::text
    and (t.typrelid = 0 or (select c.relkind from pg_class c where c.oid = t.typrelid) = 'c')
    and pg_get_userbyid(t.typowner) = any(%(roles)s::text[])
 order by 1
+
+-- name: roles_session_may_not_set -- of the given roles, those the session user may not enter
+-- with SET ROLE (SET LOCAL ROLE is checked against the session user: a superuser may enter
+-- any role, anyone else must be a member, on PostgreSQL 16 and newer with the SET option).
+select r from unnest(%s::text[]) as r
+ where to_regrole(r) is not null
+   and not (select rolsuper from pg_roles where rolname = session_user)
+   and not case when current_setting('server_version_num')::int >= 160000
+                then pg_has_role(session_user, r, 'SET')
+                else pg_has_role(session_user, r, 'MEMBER') end
+ order by 1
