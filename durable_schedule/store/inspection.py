@@ -137,9 +137,23 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
             memberships.extend(f"role {role} is a member of role {granted}: it takes on "
                                "that role's privileges and row-level security policies "
                                f"(REVOKE {granted} FROM {role})" for granted in row[2])
+            # NOLOGIN: whoever logs in as the runtime sets any scope (any role may) and reads
+            # it; CREATEROLE grants it any non-superuser role, the owner's included;
+            # REPLICATION streams every row past row-level security.
+            memberships.extend(
+                f"role {role} has {flag}: the contract's role has none of LOGIN, CREATEROLE "
+                f"and REPLICATION (ALTER ROLE {role} NO{flag})"
+                for flag, held in (("LOGIN", row[3]), ("CREATEROLE", row[4]),
+                                   ("REPLICATION", row[5])) if held)
     if problems:
         return problems
     problems.extend(memberships)
+    # The connection enters both roles with SET LOCAL ROLE: without the membership every scoped
+    # call and every claim fails (DS302), which the check says before the first one does.
+    cur.execute(_q("roles_session_may_not_set"), ([RUNTIME_ROLE, DISPATCHER_ROLE],))
+    problems.extend(f"the database user may not SET ROLE {role}: every transaction that enters "
+                    f"it fails (DS302) (GRANT {role} TO <migration owner>)"
+                    for (role,) in cur.fetchall())
     # The pinned search path names the app schema: whoever may create objects in it plants a
     # function or table the store's functions and the owner's own statements resolve (an
     # overload PostgreSQL prefers for an argument type runs with the caller's rights).
@@ -147,7 +161,11 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
     problems.extend(
         f"{who} may CREATE in schema {schema}: a function or table it plants there is "
         f"resolved by the store's functions and the owner's statements (REVOKE CREATE ON "
-        f"SCHEMA {quoted} FROM {who})" for who, schema, quoted in cur.fetchall())
+        f"SCHEMA {quoted} FROM {who})" if is_app else
+        f"{who} may CREATE in schema {schema} of the search path: an overload it plants there "
+        f"is resolved by the owner's statements (REVOKE CREATE ON SCHEMA {quoted} FROM {who}, "
+        "or take the schema off the search path)"
+        for who, schema, quoted, is_app in cur.fetchall())
     # Attached history partitions carry their own grants: the parent's contract applies.
     partitions = drift.history_partitions(cur)
     contract = dict(RUNTIME_GRANTS)
@@ -156,6 +174,10 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
     # Every fact read set-based, once (store/drift.py), then compared table by table.
     privileges = drift.table_privileges_of(cur, [RUNTIME_ROLE, DISPATCHER_ROLE], tables)
     columns_held = drift.column_privileges_of(cur, RUNTIME_ROLE, tables) if exact else {}
+    # Every column privilege of the dispatcher (its own or PUBLIC's), on every table: a column
+    # grant gives no table privilege, so the table-wide read above does not see one, and with
+    # it the dispatcher sets a scope (any role may) and reads that scope's column.
+    dispatcher_columns = drift.column_privileges_of(cur, DISPATCHER_ROLE, tables)
     wanted = [(RUNTIME_ROLE, table, column, priv) for table, (_whole, by_column)
               in contract.items() for priv, columns in by_column.items() for column in columns]
     wanted += [(DISPATCHER_ROLE, "durable_schedule_dispatch", column, "SELECT")
@@ -176,6 +198,11 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
                                                    by_column, held))
         if privileges[(DISPATCHER_ROLE, table)]:
             problems.append(f"{DISPATCHER_ROLE} has table privileges on {table}")
+        else:
+            allowed = ({"SELECT": DISPATCHER_COLUMNS} if table == "durable_schedule_dispatch"
+                       else {})
+            problems.extend(drift.column_extras_of(DISPATCHER_ROLE, table,
+                                                   dispatcher_columns[table], allowed, set()))
     problems.extend(drift.rls_problems(cur, tables, runtime=RUNTIME_ROLE,
                                        dispatcher=DISPATCHER_ROLE, policies=exact))
     for column in DISPATCHER_COLUMNS:
@@ -183,10 +210,6 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
             problems.append(
                 f"{DISPATCHER_ROLE} lacks SELECT ({column}) on durable_schedule_dispatch"
             )
-    cur.execute(_q("dispatcher_visible_columns"), (DISPATCHER_ROLE,))
-    extra = sorted({r[0] for r in cur.fetchall()} - set(DISPATCHER_COLUMNS))
-    if extra:
-        problems.append(f"{DISPATCHER_ROLE} may read hidden dispatch columns {extra}")
     functions = [(role, fn) for role, funcs in ((DISPATCHER_ROLE, DISPATCHER_FUNCTIONS),
                                                 (RUNTIME_ROLE, RUNTIME_FUNCTIONS))
                  for fn in funcs]
@@ -209,6 +232,13 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
                         "(<app schema>, pg_temp)" for (fn,) in cur.fetchall())
         problems.extend(f"function {fn} lacks its pinned search_path (<app schema>, pg_temp)"
                         for fn in drift.unpinned_functions(cur))
+        # The migration owner owns every store object: a role that owns one may drop it (the
+        # clock seam, a claim function), alter its settings and grant it to anyone.
+        cur.execute(_q("owned_by_roles"), {"roles": [RUNTIME_ROLE, DISPATCHER_ROLE]})
+        problems.extend(f"{what} is owned by {role}: the migration owner owns every store "
+                        f"object (ALTER {what.split(' ', 1)[0].upper()} "
+                        f"{what.split(' ', 1)[1]} OWNER TO <migration owner>)"
+                        for what, role in cur.fetchall())
     cur.execute(_q("executable_functions"), (DISPATCHER_ROLE,))
     for (fn,) in cur.fetchall():
         if fn.replace(" ", "") not in {f.replace(" ", "") for f in DISPATCHER_FUNCTIONS}:

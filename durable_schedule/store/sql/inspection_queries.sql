@@ -6,31 +6,37 @@ select to_regclass('durable_schedule_store') is not null
 -- name: store_row -- schema version, compatibility floor and runtime epoch.
 select schema_version, compatibility_floor, runtime_epoch from durable_schedule_store
 
--- name: role_flags -- a role's superuser and bypassrls flags (no row: missing), and the roles
+-- name: role_flags -- a role's superuser and bypassrls flags (no row: missing), the roles
 -- it is a member of (the contract: none; a membership brings that role's privileges and RLS
--- policies with it).
+-- policies with it), and its LOGIN, CREATEROLE and REPLICATION flags (the contract: none).
 select r.rolsuper, r.rolbypassrls,
        array(select g.rolname::text from pg_auth_members m
                join pg_roles g on g.oid = m.roleid
-              where m.member = r.oid order by 1)
+              where m.member = r.oid order by 1),
+       r.rolcanlogin, r.rolcreaterole, r.rolreplication
   from pg_roles r where r.rolname = %s
 
--- name: schema_creators -- who of PUBLIC and the given roles may CREATE in this schema (the
--- store's pinned search path and the owner's unqualified statements resolve what they plant
--- there). A role holding it only through PUBLIC is left to PUBLIC's row.
-with public_may as (
-    select exists (select from pg_namespace n, aclexplode(n.nspacl) a
-                    where n.nspname = current_schema() and a.grantee = 0
-                      and a.privilege_type = 'CREATE') as yes)
-select 'PUBLIC', current_schema()::text, quote_ident(current_schema()) from public_may where yes
-union all
-select r, current_schema()::text, quote_ident(current_schema()) from unnest(%s::text[]) as r, public_may
- where not yes and has_schema_privilege(r, current_schema(), 'CREATE')
-
--- name: dispatcher_visible_columns -- dispatch columns the dispatcher may SELECT.
-select a.attname from pg_attribute a
- where a.attrelid = 'durable_schedule_dispatch'::regclass and a.attnum > 0
-   and not a.attisdropped and has_column_privilege(%s, a.attrelid, a.attnum, 'SELECT')
+-- name: schema_creators -- who of PUBLIC and the given roles may CREATE in this schema or in
+-- any other schema of the session's search path (the store's pinned search path and the
+-- owner's unqualified statements resolve what they plant in this one; the owner's statements
+-- resolve a better-matching overload planted in any schema of the path). A role holding it only
+-- through PUBLIC is left to PUBLIC's row. The last column: is it the app schema.
+with path as (
+    select s.nsp, s.pos from unnest(current_schemas(false)) with ordinality as s(nsp, pos)),
+public_may as (
+    select p.nsp, p.pos, exists (select from pg_namespace n, aclexplode(n.nspacl) a
+                                  where n.nspname = p.nsp and a.grantee = 0
+                                    and a.privilege_type = 'CREATE') as yes
+      from path p)
+select who, nsp, quoted, is_app from (
+    select 'PUBLIC' as who, pm.nsp::text as nsp, quote_ident(pm.nsp) as quoted,
+           pm.nsp = current_schema() as is_app, pm.pos
+      from public_may pm where pm.yes
+    union all
+    select r, pm.nsp::text, quote_ident(pm.nsp), pm.nsp = current_schema(), pm.pos
+      from unnest(%s::text[]) as r, public_may pm
+     where not pm.yes and has_schema_privilege(r, pm.nsp, 'CREATE')) found
+ order by pos, who
 
 -- name: executable_functions -- this schema's product functions a role may EXECUTE.
 select p.oid::regprocedure::text
@@ -128,4 +134,36 @@ select s.f::text from durable_schedule_store_functions() as s(f) join pg_proc p 
  where p.prosecdef
    and p.proconfig is distinct from
        array['search_path=' || quote_ident(current_schema()) || ', pg_temp']
+ order by 1
+
+-- name: owned_by_roles -- store functions, tables and types of this schema that one of the
+-- given roles owns (the contract: the migration owner owns every one). An owner may drop the
+-- object, alter its settings and grant it to anyone, none of which a grant shows.
+select 'function ' || s.f::text, pg_get_userbyid(p.proowner)::text
+  from durable_schedule_store_functions() as s(f) join pg_proc p on p.oid = s.f
+ where pg_get_userbyid(p.proowner) = any(%(roles)s::text[])
+union all
+select 'table ' || c.relname::text, pg_get_userbyid(c.relowner)::text
+  from pg_class c
+ where c.relnamespace = current_schema()::regnamespace and c.relkind in ('r', 'p')
+   and (c.relname like 'durable\_schedule\_%%' or c.relname like 'durable\_work%%'
+        or c.relname = 'durable_runner_heartbeat')
+   and pg_get_userbyid(c.relowner) = any(%(roles)s::text[])
+union all
+select 'type ' || t.typname::text, pg_get_userbyid(t.typowner)::text
+  from pg_type t
+ where t.typnamespace = current_schema()::regnamespace and t.typname like 'durable\_%%'
+   and (t.typrelid = 0 or (select c.relkind from pg_class c where c.oid = t.typrelid) = 'c')
+   and pg_get_userbyid(t.typowner) = any(%(roles)s::text[])
+order by 1
+
+-- name: roles_session_may_not_set -- of the given roles, those the session user may not enter
+-- with SET ROLE (SET LOCAL ROLE is checked against the session user: a superuser may enter
+-- any role, anyone else must be a member, on PostgreSQL 16 and newer with the SET option).
+select r from unnest(%s::text[]) as r
+ where to_regrole(r) is not null
+   and not (select rolsuper from pg_roles where rolname = session_user)
+   and not case when current_setting('server_version_num')::int >= 160000
+                then pg_has_role(session_user, r, 'SET')
+                else pg_has_role(session_user, r, 'MEMBER') end
  order by 1
