@@ -699,6 +699,13 @@ class MetricsUnavailable(OperationsError):
     next_action = "Install the metrics extra: pip install 'durable-schedule[metrics]'."
 
 
+class MetricsPortUnavailable(OperationsError):
+    code = "DS445"
+    next_action = ("Give every --loop runner process on a host its own "
+                   "DURABLE_SCHEDULE['METRICS_PORT'] (a free port from 1024 up), or unset it; "
+                   "nothing was claimed (docs/operations.md \"Metrics\").")
+
+
 class PoolerDropsPreparedStatements(OperationsError):
     code = "DS415"
     next_action = (
