@@ -19,6 +19,7 @@ from django.db import DatabaseError
 from durable_schedule.errors import DurableError
 from durable_schedule.operations.probe import DEFAULT_TIMEOUT_SECONDS, check_timeout
 from durable_schedule.operations.status import collect, unreachable
+from durable_schedule.runner.cli import seconds
 from durable_schedule.store.inspection import grant_recipe
 
 
@@ -31,7 +32,7 @@ class Command(BaseCommand):
         out.add_argument("--json", action="store_true", help="print one JSON document")
         out.add_argument("--metrics", action="store_true",
                          help="print the Prometheus text exposition of the store gauges")
-        parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS,
+        parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT_SECONDS,
                             metavar="SECONDS",
                             help="the longest one read may wait for a lock or run before the "
                                  "store is reported as not answering (exit 2, DS426); 0: no "
