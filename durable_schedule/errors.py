@@ -706,6 +706,14 @@ class MetricsPortUnavailable(OperationsError):
                    "nothing was claimed (docs/operations.md \"Metrics\").")
 
 
+class ServerChanged(OperationsError):
+    code = "DS446"
+    next_action = ("The runner reconnected to another database than the one it served (another "
+                   "system identifier or database): check DATABASES / DNS / the pooler; after a "
+                   "restore run `manage.py durable_recover --bump-epoch`, then restart the "
+                   "runners (docs/operations.md \"Recovery after a restore\").")
+
+
 class PoolerDropsPreparedStatements(OperationsError):
     code = "DS415"
     next_action = (
