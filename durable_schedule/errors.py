@@ -724,6 +724,21 @@ class MetricsUnavailable(OperationsError):
     next_action = "Install the metrics extra: pip install 'durable-schedule[metrics]'."
 
 
+class MetricsPortUnavailable(OperationsError):
+    code = "DS445"
+    next_action = ("Give every --loop runner process on a host its own "
+                   "DURABLE_SCHEDULE['METRICS_PORT'] (a free port from 1024 up), or unset it; "
+                   "nothing was claimed (docs/operations.md \"Metrics\").")
+
+
+class ServerChanged(OperationsError):
+    code = "DS446"
+    next_action = ("The runner reconnected to another database than the one it served (another "
+                   "system identifier or database): check DATABASES / DNS / the pooler; after a "
+                   "restore run `manage.py durable_recover --bump-epoch`, then restart the "
+                   "runners (docs/operations.md \"Recovery after a restore\").")
+
+
 class PoolerDropsPreparedStatements(OperationsError):
     code = "DS415"
     next_action = (

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from durable_schedule.errors import MetricsUnavailable
+from durable_schedule.errors import MetricsPortUnavailable, MetricsUnavailable
 from durable_schedule.observability import tracing
 from durable_schedule.runner import committed
 
@@ -261,4 +261,9 @@ def serve_process_metrics(port: int) -> None:
         raise MetricsUnavailable("METRICS_PORT is set but prometheus-client is not installed")
     registry = _prom.CollectorRegistry(auto_describe=False)
     registry.register(_Forward(REGISTRY))
-    _prom.start_http_server(port, registry=registry)
+    try:
+        _prom.start_http_server(port, registry=registry)
+    except OSError as exc:  # taken by another runner on the host, or a privileged port
+        raise MetricsPortUnavailable(
+            "the runner cannot serve its metrics on DURABLE_SCHEDULE['METRICS_PORT']",
+            port=port, error=f"{type(exc).__name__}: {exc}") from exc

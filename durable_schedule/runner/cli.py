@@ -2,13 +2,39 @@
 
 from __future__ import annotations
 
+import argparse
+
+
+def _refused(what: str, text: str) -> argparse.ArgumentTypeError:
+    # argparse prints "argument --NAME: <this>" and exits 2: the option, the code, the value
+    return argparse.ArgumentTypeError(f"DS406: must be {what}, got {text!r}")
+
 
 def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (argparse turns the ValueError into a usage error)."""
-    value = int(text)
+    """argparse type: a whole number >= 1 (else a usage error with DS406)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise _refused("a whole number >= 1", text) from None
     if value < 1:
-        raise ValueError(text)
+        raise _refused("a whole number >= 1", text)
     return value
+
+
+def whole_number(text: str) -> int:
+    """argparse type: a whole number (its range is the command's own check, with its code)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise _refused("a whole number", text) from None
+
+
+def seconds(text: str) -> float:
+    """argparse type: a number of seconds (its range is the command's own check)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise _refused("a number of seconds", text) from None
 
 
 def add_runner_arguments(parser, *, lease_help: str) -> None:

@@ -11,7 +11,9 @@ due schedule is noticed at most ``MAX_IDLE_SECONDS`` late.
 
 Outages: a pass that still fails with a lost connection after its transient retries makes the
 loop wait for the database (runner/outage.py) for up to ``OUTAGE_TOLERANCE_SECONDS``, then carry
-on with a fresh listener; past that it exits with DS405.
+on with a fresh listener; past that it exits with DS405. A database that answers after the
+outage but is not the one the loop served (another system identifier or database oid) ends
+the loop with DS446 before any pass runs against it.
 
 Stopping: SIGTERM/SIGINT/SIGHUP set a flag (a second one changes nothing). The pass in progress
 runs to the end of its current transaction (each schedule or Work item is its own transaction;
@@ -140,6 +142,8 @@ def run_loop(
     (stopped during an outage, or an error), into the totals and ``after_pass`` as one more
     pass. ``after_pass(counts)`` sees every pass's counts (the heartbeat)."""
     stats = LoopStats()
+    identity = outage.ServerIdentity()
+    identity.learn()
     listener, listener_lost = _open_listener(name, channel)
     last_maintenance = 0.0
     budget = outage.Budget()  # one outage lasts until a pass succeeds again
@@ -170,8 +174,12 @@ def run_loop(
                      extra={"runner": name, "counts": leftover})
 
     try:
+        verify_identity = False
         while not stop.is_set():
             try:
+                if verify_identity:  # after an outage, before any pass: DS446 for another
+                    identity.check(name)  # database; a lost connection here is one more loss
+                    verify_identity = False
                 since = time.monotonic() - last_maintenance
                 if maintenance is not None and since > PARTITION_INTERVAL_SECONDS:
                     run_with_retry(f"{name}.maintenance", maintenance)
@@ -186,6 +194,7 @@ def run_loop(
                     listener = None
                 if not outage.ride_out(name, exc, stop, budget=budget):
                     break  # stopped while waiting: nothing is in flight
+                verify_identity = True
                 listener, listener_lost = _open_listener(name, channel)
                 continue
             budget.reset()

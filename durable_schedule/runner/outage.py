@@ -31,7 +31,11 @@ from django.db import (
 )
 
 from durable_schedule import conf
-from durable_schedule.errors import PoolerDropsPreparedStatements, RetriesExhausted
+from durable_schedule.errors import (
+    PoolerDropsPreparedStatements,
+    RetriesExhausted,
+    ServerChanged,
+)
 from durable_schedule.runner import state
 from durable_schedule.runner.retry import sqlstate_of
 
@@ -95,6 +99,53 @@ def _database_answers() -> None:
             conn.close()
             raise OperationalError("the server accepts only read-only transactions (a standby "
                                    "or a demoted primary after a failover?)")
+
+
+#: The server's cluster (pg_control_system's system identifier, readable by every role) and
+#: the database's oid: a physical failover to a standby keeps both; a restore into a new
+#: cluster or database, or a name that now points at another server, changes one of them.
+_IDENTITY = """
+select (select system_identifier::text from pg_control_system()),
+       (select oid::bigint from pg_database where datname = current_database())
+"""
+
+
+class ServerIdentity:
+    """Which database a loop serves, learnt at its first answer; :meth:`check` after an outage
+    raises ServerChanged (DS446) when the database that answers now is another one."""
+
+    def __init__(self) -> None:
+        self.known: tuple[str, int] | None = None
+
+    @staticmethod
+    def read() -> tuple[str, int]:
+        with connections[conf.database_alias()].cursor() as cur:
+            cur.execute(_IDENTITY)
+            system, database = cur.fetchone()
+        return str(system), int(database)
+
+    def learn(self) -> None:
+        """Remember the identity, or leave it to the next reconnect (the database may be down
+        at start); best effort: a loop must not fail for not knowing it."""
+        try:
+            self.known = self.read()
+        except Exception:  # noqa: BLE001 -- unknown until the next answer
+            self.known = None
+
+    def check(self, name: str) -> None:
+        """After an outage: DS446 when another database answers now; a lost connection
+        propagates (one more lost pass)."""
+        if self.known is None:
+            self.learn()
+            return
+        now = self.read()
+        if now != self.known:
+            connections[conf.database_alias()].close()
+            raise ServerChanged(
+                f"{name} runner: after the outage the database answering is not the one it "
+                "served; stopped before any pass ran against it",
+                served=f"system {self.known[0]}, database oid {self.known[1]}",
+                found=f"system {now[0]}, database oid {now[1]}")
 
 
 class Budget:

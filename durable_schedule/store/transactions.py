@@ -310,7 +310,16 @@ def _in_usable_transaction(conn) -> Iterator[None]:
 
 
 def _wrong_role(exc: DatabaseError) -> WrongRole | None:
-    return WrongRole(str(exc).split("\n")[0]) if "DS302" in str(exc) else None
+    """DS302 for the store's own wrong-role refusal, and for the server's refusal to switch to
+    a store role (SQLSTATE 42501 "permission denied to set role": the database user is not a
+    member of durable_runtime / durable_dispatcher)."""
+    text = str(exc)
+    if "DS302" in text:
+        return WrongRole(text.split("\n")[0])
+    if "permission denied to set role" in text:
+        return WrongRole("the database user may not act as the store's role: "
+                         + text.split("\n")[0].strip())
+    return None
 
 
 @contextmanager
@@ -474,7 +483,10 @@ def routed_batch(*, using: str | None = None,
         # with the first scope entry (not claiming: one round trip fewer).
         own_role: list[str | None] = [None]
         if claiming:
-            cur.execute(_OWN_ROLE_THEN_RUNTIME, [RUNTIME_ROLE])
+            try:
+                cur.execute(_OWN_ROLE_THEN_RUNTIME, [RUNTIME_ROLE])
+            except DatabaseError as exc:
+                raise (_wrong_role(exc) or exc) from exc
             own_role[0], _, user = cur.fetchone()
             if user != RUNTIME_ROLE:
                 raise WrongRole(f"expected to run as {RUNTIME_ROLE}, current_user is {user}")
@@ -546,9 +558,13 @@ def dispatcher_transaction(*, using: str | None = None,
                 cur.execute(*first)
         else:
             with _cursor(conn) as role_cur:
-                with conn.wrap_database_errors, pg.pipeline():
-                    role_cur.execute(_ENTER_DISPATCHER + ", current_user", [DISPATCHER_ROLE])
-                    cur.execute(*first)
+                try:
+                    with conn.wrap_database_errors, pg.pipeline():
+                        role_cur.execute(_ENTER_DISPATCHER + ", current_user",
+                                         [DISPATCHER_ROLE])
+                        cur.execute(*first)
+                except DatabaseError as exc:
+                    raise (_wrong_role(exc) or exc) from exc
                 _, user = role_cur.fetchone()
             if user != DISPATCHER_ROLE:
                 raise WrongRole(f"expected to run as {DISPATCHER_ROLE}, current_user is {user}")
@@ -559,7 +575,10 @@ def dispatcher_transaction(*, using: str | None = None,
 def _set_role(cur, role: str) -> None:
     """SET LOCAL ROLE, then prove it took (one statement: set_config returns the new role only
     when the switch succeeded; a failure raises)."""
-    cur.execute(_ENTER_DISPATCHER + ", current_user", [role])
+    try:
+        cur.execute(_ENTER_DISPATCHER + ", current_user", [role])
+    except DatabaseError as exc:
+        raise (_wrong_role(exc) or exc) from exc
     _, user = cur.fetchone()
     if user != role:
         raise WrongRole(f"expected to run as {role}, current_user is {user}")

@@ -119,6 +119,9 @@ DURABLE_SCHEDULE = {
     # The autodiscovery tests turn Work autodiscovery off to see what a process lacks without it.
     "AUTODISCOVER": os.environ.get("DURABLE_AUTODISCOVER", "1") != "0",
 }
+# The metrics-port tests give a --loop runner a port to serve its process metrics on.
+if os.environ.get("DURABLE_METRICS_PORT"):
+    DURABLE_SCHEDULE["METRICS_PORT"] = int(os.environ["DURABLE_METRICS_PORT"])
 # The held-schedule runner tests narrow the Work queues to see a schedule held by DS244.
 if os.environ.get("DURABLE_QUEUES"):
     DURABLE_SCHEDULE["QUEUES"] = os.environ["DURABLE_QUEUES"].split(",")

@@ -44,7 +44,8 @@ class Command(BaseCommand):
             self._archive(options)
             return
         if options["drop"] or options["transcript_dir"]:
-            raise CommandError("--drop and --transcript-dir need --archive-before")
+            raise CommandError("DS406: --drop and --transcript-dir need --archive-before "
+                               "(nothing was changed)")
         if options["dry_run"]:
             created = self._rolled_back_run()
         else:
@@ -70,8 +71,9 @@ class Command(BaseCommand):
         from durable_schedule.operations.archive import archive_before
 
         if not options["transcript_dir"]:
-            raise CommandError("--archive-before needs --transcript-dir (the audit transcript "
-                               "is written before anything is dropped)")
+            raise CommandError("DS406: --archive-before needs --transcript-dir (the audit "
+                               "transcript is written before anything is dropped; nothing was "
+                               "changed)")
         try:
             outcomes = archive_before(options["archive_before"], options["transcript_dir"],
                                       drop=options["drop"], dry_run=options["dry_run"])

@@ -15,6 +15,7 @@ from django.db import DatabaseError
 from durable_schedule.errors import DurableError
 from durable_schedule.operations.commanderrors import stopped
 from durable_schedule.operations.retention import MAX_BATCH, parse_age, prune
+from durable_schedule.runner.cli import whole_number
 
 
 class Command(BaseCommand):
@@ -24,7 +25,7 @@ class Command(BaseCommand):
         parser.add_argument("--older-than", required=True,
                             help="age, e.g. 30d, 12h, 90m, 2w (at least 1h)")
         parser.add_argument("--dry-run", action="store_true", help="count, change nothing")
-        parser.add_argument("--batch", type=int, default=500,
+        parser.add_argument("--batch", type=whole_number, default=500,
                             help=f"rows per transaction, 1-{MAX_BATCH} (default 500)")
 
     def handle(self, *args, **options):

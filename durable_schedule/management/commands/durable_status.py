@@ -16,9 +16,10 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from durable_schedule.errors import DurableError
+from durable_schedule.errors import DurableError, InvalidArgument
 from durable_schedule.operations.probe import DEFAULT_TIMEOUT_SECONDS, check_timeout
 from durable_schedule.operations.status import collect, unreachable
+from durable_schedule.runner.cli import seconds
 from durable_schedule.store.inspection import grant_recipe
 
 
@@ -31,7 +32,7 @@ class Command(BaseCommand):
         out.add_argument("--json", action="store_true", help="print one JSON document")
         out.add_argument("--metrics", action="store_true",
                          help="print the Prometheus text exposition of the store gauges")
-        parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS,
+        parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT_SECONDS,
                             metavar="SECONDS",
                             help="the longest one read may wait for a lock or run before the "
                                  "store is reported as not answering (exit 2, DS426); 0: no "
@@ -42,6 +43,11 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         try:  # DS440 before anything is read or printed
             options["timeout"] = check_timeout(options["timeout"])
+            if options["roles"] and (options["json"] or options["metrics"]):
+                # SQL text in front of the document: no JSON or Prometheus parser reads it
+                raise InvalidArgument("--roles prints SQL text and cannot be combined with "
+                                      "--json or --metrics (one machine-readable document); "
+                                      "run durable_status --roles on its own")
         except DurableError as exc:
             raise CommandError(str(exc)) from exc
         if options["roles"]:

@@ -22,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
 from durable_schedule import conf
-from durable_schedule.errors import DurableError
+from durable_schedule.errors import DurableError, InvalidArgument
 from durable_schedule.observability.logs import print_stop_summary
 from durable_schedule.processor import PassCounts, process_due, process_due_once
 from durable_schedule.processor.processor import (
@@ -46,9 +46,9 @@ class Command(BaseCommand):
         parser.add_argument("--claim-batch", type=positive_int, default=None,
                             help="rows per claim statement, 1-1000 (default: as many as the "
                                  "pass may still process)")
-        parser.add_argument("--passes", type=positive_int, default=1,
+        parser.add_argument("--passes", type=positive_int, default=None,
                             help="passes to run at most; stops after a pass that claimed "
-                                 "nothing (default 1)")
+                                 "nothing (default 1; not with --loop)")
 
     def handle(self, *args, **options) -> None:
         verbosity = options["verbosity"]
@@ -68,6 +68,7 @@ class Command(BaseCommand):
 
         try:
             # every argument before the database is touched: a refused run changes nothing
+            options["passes"] = _passes(options["passes"], options["loop"])
             validate_pass_arguments(options["max_schedules"], options["claim_batch"], None,
                                     owner, duration)
             check_prepared_statements()  # a pooler that drops them: one clear DS415 up front
@@ -130,6 +131,19 @@ class Command(BaseCommand):
                 print_stop_summary(self.stdout, "schedule", ended, verbosity, failed=True)
             raise CommandError(f"schedule runner stopped: {_chain(exc)}") from exc
         print_stop_summary(self.stdout, "schedule", stats, verbosity)
+
+
+def _passes(value, loop: bool) -> int:
+    """--passes: a whole number >= 1 (call_command hands it over unparsed), 1 when not given;
+    refused with --loop, which runs passes until it is stopped, instead of being ignored."""
+    if value is None:
+        return 1
+    if loop:
+        raise InvalidArgument("--passes bounds a run without --loop; --loop runs passes until "
+                              "SIGTERM/SIGINT: give one of them", passes=value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgument("passes must be a whole number >= 1", passes=repr(value)[:40])
+    return value
 
 
 def _chain(exc: BaseException) -> str:

@@ -22,7 +22,7 @@ from durable_schedule import work
 from durable_schedule.errors import DurableError
 from durable_schedule.observability.logs import print_stop_summary
 from durable_schedule.runner import committed
-from durable_schedule.runner.cli import add_runner_arguments, positive_int
+from durable_schedule.runner.cli import add_runner_arguments, positive_int, seconds, whole_number
 from durable_schedule.runner.pooler import check_prepared_statements
 from durable_schedule.work import passes as work_passes
 from durable_schedule.work.passes import validate_concurrency, validate_pass_arguments
@@ -50,14 +50,14 @@ class Command(BaseCommand):
                                  "their outcomes group-committed; each claim is sized from "
                                  "recent invocation times within it (default "
                                  f"{DEFAULT_MAX_BATCH})")
-        parser.add_argument("--wait-budget", type=float, default=WAIT_BUDGET_SECONDS,
+        parser.add_argument("--wait-budget", type=seconds, default=WAIT_BUDGET_SECONDS,
                             metavar="SECONDS",
                             help="how long an admitted attempt may wait for the ones claimed "
                                  "before it, by the measured invocation times; sizes each "
                                  f"claim (> 0 and <= 60 s, default {WAIT_BUDGET_SECONDS:g})")
         parser.add_argument("--no-heartbeat", action="store_true",
                             help="do not renew leases in a background thread while executors run")
-        parser.add_argument("--concurrency", type=int, default=1,
+        parser.add_argument("--concurrency", type=whole_number, default=1,
                             help="executors running at once: threads (each with its own "
                                  "connection) and async executors on one event loop; 1-256 "
                                  "(default 1; docs/operations.md sizes it)")
