@@ -83,3 +83,19 @@ def backend_pid():
     with connection.cursor() as cur:
         cur.execute("select pg_backend_pid()")
         return cur.fetchone()[0]
+
+
+def effect_count(key: str) -> int:
+    """Rows of ``demo_effect`` with ``key`` (the markers the runner targets write)."""
+    return sql("select count(*) from demo_effect where key = %s", (key,))[0][0]
+
+
+def effect_calls() -> dict:
+    """Per Work: the attempts that started and the ones that did their work."""
+    out: dict = {}
+    for work_id, key, attempt in sql(
+        "select work_id, key, attempt from demo_effect"
+        " where key in ('started', 'effect') order by id"
+    ):
+        out.setdefault(work_id, {"started": [], "effect": []})[key].append(attempt)
+    return out

@@ -23,7 +23,14 @@ from datetime import timedelta
 import pytest
 from demo import runner_targets
 
-from tests.runner.loophelpers import sql, start_loop, stop, wait_until
+from tests.runner.loophelpers import (
+    effect_calls,
+    effect_count,
+    sql,
+    start_loop,
+    stop,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 
@@ -31,21 +38,6 @@ ITEMS = 6  # one interrupting attempt, five that wait for the release row
 SLOTS = 2
 BOUND_SECONDS = 60
 ARGS = ("--concurrency", str(SLOTS), "--batch", "10")
-
-
-def _count(key: str) -> int:
-    return sql("select count(*) from demo_effect where key = %s", (key,))[0][0]
-
-
-def _calls() -> dict:
-    """Per Work: the attempts that started and the ones that did their work."""
-    out: dict = {}
-    for work_id, key, attempt in sql(
-        "select work_id, key, attempt from demo_effect"
-        " where key in ('started', 'effect') order by id"
-    ):
-        out.setdefault(work_id, {"started": [], "effect": []})[key].append(attempt)
-    return out
 
 
 def _exit_of(proc: subprocess.Popen) -> tuple[int, str]:
@@ -76,7 +68,7 @@ def test_real_worker__async_interrupt_hands_back_the_waiting_attempts_and_a_seco
     first = start_loop("process_work", *ARGS)
     try:
         wait_until(
-            lambda: _count(runner_targets.INTERRUPTING_KEY) == 1,
+            lambda: effect_count(runner_targets.INTERRUPTING_KEY) == 1,
             timeout=BOUND_SECONDS,
             what="the attempt to raise KeyboardInterrupt with both slots taken",
         )
@@ -86,7 +78,7 @@ def test_real_worker__async_interrupt_hands_back_the_waiting_attempts_and_a_seco
             lambda: (
                 sql("select count(*) from durable_work_history where event = 'not_invoked'")
                 == [(ITEMS - SLOTS,)]
-                or _count("started") > SLOTS
+                or effect_count("started") > SLOTS
             ),
             timeout=BOUND_SECONDS,
             what="the waiting attempts to be handed back",
@@ -101,7 +93,7 @@ def test_real_worker__async_interrupt_hands_back_the_waiting_attempts_and_a_seco
             first.kill()
             first.communicate()
     assert code == -signal.SIGINT, out  # the uncaught interrupt ends the process
-    calls = _calls()
+    calls = effect_calls()
     assert calls[interrupted] == {"started": [1], "effect": []}, calls
     ran = sorted(w for w in calls if w != interrupted)
     assert len(ran) == SLOTS - 1, calls  # nothing started after the interrupt
@@ -163,7 +155,7 @@ def test_real_worker__async_interrupt_hands_back_the_waiting_attempts_and_a_seco
     finally:
         code, out = stop(second, timeout=BOUND_SECONDS)
     assert code == 0, out
-    calls = _calls()
+    calls = effect_calls()
     # Exactly once each: the handed-back attempts ran once, on the second worker, as attempt 1
     # (a hand-back consumes no attempt); the interrupted Work did its work once, on its retry.
     assert sorted(calls) == sorted([interrupted, *others]), calls

@@ -16,7 +16,14 @@ from __future__ import annotations
 import pytest
 from demo import runner_targets
 
-from tests.runner.loophelpers import sql, start_loop, stop, wait_until
+from tests.runner.loophelpers import (
+    effect_calls,
+    effect_count,
+    sql,
+    start_loop,
+    stop,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 
@@ -24,21 +31,6 @@ ITEMS = 6
 SLOTS = 2
 BOUND_SECONDS = 60
 ARGS = ("--concurrency", str(SLOTS), "--batch", "10")
-
-
-def _count(key: str) -> int:
-    return sql("select count(*) from demo_effect where key = %s", (key,))[0][0]
-
-
-def _calls() -> dict:
-    """Per Work: the attempts that started and the ones that did their work."""
-    out: dict = {}
-    for work_id, key, attempt in sql(
-        "select work_id, key, attempt from demo_effect"
-        " where key in ('started', 'effect') order by id"
-    ):
-        out.setdefault(work_id, {"started": [], "effect": []})[key].append(attempt)
-    return out
 
 
 @pytest.mark.parametrize("definition", ["gated_async", "gated_sync"])
@@ -55,7 +47,7 @@ def test_real_worker__sigterm_hands_back_the_waiting_attempts_and_a_second_worke
     first = start_loop("process_work", *ARGS)
     try:
         wait_until(
-            lambda: _count("started") == SLOTS,
+            lambda: effect_count("started") == SLOTS,
             timeout=BOUND_SECONDS,
             what="both slots to start an attempt",
         )
@@ -63,7 +55,7 @@ def test_real_worker__sigterm_hands_back_the_waiting_attempts_and_a_second_worke
         assert sql("select count(*) from durable_work_permit where outcome is null") == [(ITEMS,)]
         first.terminate()
         wait_until(
-            lambda: _count(runner_targets.STOP_SEEN_KEY) >= 1,
+            lambda: effect_count(runner_targets.STOP_SEEN_KEY) >= 1,
             timeout=BOUND_SECONDS,
             what="a running executor to see its worker told to stop",
         )
@@ -74,7 +66,7 @@ def test_real_worker__sigterm_hands_back_the_waiting_attempts_and_a_second_worke
     finally:
         code, out = stop(first, timeout=BOUND_SECONDS)
     assert code == 0, out
-    calls = _calls()
+    calls = effect_calls()
     ran = sorted(calls)
     assert len(ran) == SLOTS, calls  # nothing else started
     assert all(calls[w] == {"started": [1], "effect": [1]} for w in ran), calls
@@ -113,7 +105,7 @@ def test_real_worker__sigterm_hands_back_the_waiting_attempts_and_a_second_worke
     finally:
         code, out = stop(second, timeout=BOUND_SECONDS)
     assert code == 0, out
-    calls = _calls()
+    calls = effect_calls()
     # Exactly once each: the handed-back attempts ran once, on the second worker, as attempt 1
     # (a hand-back consumes no attempt); the two drained ones did not run again.
     assert sorted(calls) == sorted(ids), calls

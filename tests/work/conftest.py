@@ -4,11 +4,12 @@ development, so these reads see every scope)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 
 from durable_schedule import work
 from durable_schedule.work import registry
@@ -38,6 +39,29 @@ def run_pass(**kwargs) -> work.WorkPassCounts:
     kwargs.setdefault("lease_owner", OWNER)
     kwargs.setdefault("heartbeat", False)
     return work.process_work_pass(**kwargs)
+
+
+#: A bound against a hang in :func:`pass_in_thread` (a pass returns in well under a second).
+HANG_BOUND_SECONDS = 60
+
+
+def pass_in_thread(**kwargs):
+    """Run one pass on a thread; (finished, what it returned or raised). For the passes an
+    interrupt must stop: a hang shows as ``finished`` false instead of a stuck test."""
+    box: list = []
+
+    def target() -> None:
+        try:
+            box.append(run_pass(**kwargs))
+        except BaseException as exc:  # noqa: BLE001 -- the test inspects it
+            box.append(exc)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(HANG_BOUND_SECONDS)
+    return not thread.is_alive(), (box[0] if box else None)
 
 
 def rows(sql: str, params=()) -> list[tuple]:

@@ -8,38 +8,16 @@ slot and its executor ran although the worker was stopping."""
 from __future__ import annotations
 
 import asyncio
-import threading
 
 import pytest
-from django.db import connections
 
 from durable_schedule.work import concurrency as concurrency_module
-from tests.work.conftest import dispatch, permits, run_pass, work_row
+from tests.work.conftest import dispatch, pass_in_thread, permits, work_row
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-#: A bound against a hang (the pass returns in well under a second).
-HANG_BOUND_SECONDS = 60
 #: Bounded polls (0.01s each) against a hang, not timings.
 BOUND = 3000
-
-
-def _pass_in_thread(**kwargs):
-    """Run one pass on a thread; (finished, what it returned or raised)."""
-    box: list = []
-
-    def target() -> None:
-        try:
-            box.append(run_pass(**kwargs))
-        except BaseException as exc:  # noqa: BLE001 -- the test inspects it
-            box.append(exc)
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(HANG_BOUND_SECONDS)
-    return not thread.is_alive(), (box[0] if box else None)
 
 
 @pytest.mark.parametrize("concurrency", [2, 3])  # 1: the sequential pass, no gate
@@ -85,7 +63,7 @@ def test_async_interrupt__no_waiting_attempt_starts_after_it(
         k: d.enqueue(scope="tenant-a", command="c", idempotency_key=k, payload={"k": k}).work_id
         for k in keys
     }
-    finished, got = _pass_in_thread(batch=6, concurrency=concurrency)
+    finished, got = pass_in_thread(batch=6, concurrency=concurrency)
     assert finished, "the pass hung after the async executor's interrupt"
     assert isinstance(got, interrupt), got
     # Only the attempts that held a slot when the interrupt escaped ran; none started after it.
@@ -105,7 +83,7 @@ def test_async_interrupt__no_waiting_attempt_starts_after_it(
     # The next pass (another worker) runs each handed-back attempt exactly once.
     first_pass.clear()
     started.clear()
-    finished, got = _pass_in_thread(batch=6, concurrency=concurrency, lease_owner="worker-2")
+    finished, got = pass_in_thread(batch=6, concurrency=concurrency, lease_owner="worker-2")
     assert finished and not isinstance(got, BaseException), got
     assert sorted(started) == sorted(waiting), started
     assert got.succeeded == len(waiting)

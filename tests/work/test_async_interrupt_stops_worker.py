@@ -7,37 +7,14 @@ worker with it, waited forever."""
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connections
 
 from durable_schedule import work
-from tests.work.conftest import Crash, permits, run_pass, work_row
+from tests.work.conftest import Crash, pass_in_thread, permits, run_pass, work_row
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-#: A bound against the hang this file pins (the pass returns in well under a second).
-HANG_BOUND_SECONDS = 60
-
-
-def _pass_in_thread(**kwargs):
-    """Run one pass on a thread; (finished, what it returned or raised)."""
-    box: list = []
-
-    def target() -> None:
-        try:
-            box.append(run_pass(**kwargs))
-        except BaseException as exc:  # noqa: BLE001 -- the test inspects it
-            box.append(exc)
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(HANG_BOUND_SECONDS)
-    return not thread.is_alive(), (box[0] if box else None)
 
 
 @pytest.mark.parametrize("concurrency", [1, 2])
@@ -56,17 +33,17 @@ def test_async_interrupt__stops_the_pass_and_the_loop_survives(
         return {"attempt": ctx.attempt}
 
     work_id = d.enqueue(scope="tenant-a", command="c", idempotency_key="k", payload={}).work_id
-    finished, got = _pass_in_thread(concurrency=concurrency)
+    finished, got = pass_in_thread(concurrency=concurrency)
     assert finished, "the pass hung after the async executor's interrupt"
     assert isinstance(got, interrupt), got
     assert work_row(work_id, "state") == ("running",)  # recovered after its lease
     assert [p[2] for p in permits(work_id)] == [None]
     clock.advance(timedelta(minutes=10))  # past the interrupted attempt's lease
-    finished, got = _pass_in_thread(concurrency=concurrency)
+    finished, got = pass_in_thread(concurrency=concurrency)
     assert finished and isinstance(got, work.WorkPassCounts), got
     assert (got.recovered, got.retried) == (1, 1)  # the lost attempt counts as failed
     clock.advance(timedelta(hours=1))  # past its retry backoff
-    finished, got = _pass_in_thread(concurrency=concurrency)
+    finished, got = pass_in_thread(concurrency=concurrency)
     assert finished and isinstance(got, work.WorkPassCounts), got
     assert got.succeeded == 1  # the event loop still runs async executors
     assert work_row(work_id, "state") == ("succeeded",)
@@ -92,7 +69,7 @@ def test_async_reconciler_interrupt__stops_the_pass(clock, define, interrupt):
     with pytest.raises(Crash):
         run_pass()
     clock.advance(timedelta(minutes=10))  # past the crashed attempt's lease
-    finished, got = _pass_in_thread()
+    finished, got = pass_in_thread()
     assert finished, "the pass hung after the async reconciler's interrupt"
     assert isinstance(got, interrupt), got  # not an Unknown verdict: the worker stops
     assert work_row(work_id, "state") == ("running",)
