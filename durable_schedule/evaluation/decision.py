@@ -14,8 +14,9 @@ Order of the rules, each pinned by a test in ``tests/evaluation/test_decision.py
 2. The earliest unevaluated instant is late by more than the safety window
    (``cutoff - first > safety_window``; exactly the window is still in time): ``suspend`` with
    reason ``"clock_jump"`` and evidence, cursor unmoved, no Work.
-3. One instant: ``nominal``. Several: the misfire policy — ``run_once`` gives one ``recovery``
-   occurrence for the inclusive range ``[first, last]``, ``skip`` one ``skipped`` range.
+3. One instant: ``nominal``. Several, or instants that fell while paused (before
+   ``late_from``): the misfire policy — ``run_once`` gives one ``recovery`` occurrence for the
+   inclusive range ``[first, last]``, ``skip`` one ``skipped`` range.
 4. Overlap ``queue_one``: a ``nominal`` or ``recovery`` action becomes ``coalesce`` when the slot
    is occupied by a nonterminal Work of any generation, *or* when a pending coalesced
    occurrence already exists (``slot.pending_coalesced_last is not None``). The second case
@@ -284,8 +285,10 @@ def decide(
         return Decision("suspend", found.first, found.last, found.count, cursor, found.first,
                         suspend_reason="clock_jump", evidence=evidence)
 
-    # Rule 3: in time; one instant is nominal, a missed range follows the misfire policy.
-    if found.count == 1:
+    # Rule 3: in time; one instant is nominal, a missed range follows the misfire policy. An
+    # instant that fell while the schedule was paused (before ``late_from``) is missed however
+    # many there are: in time only because its lateness counts from the resume.
+    if found.count == 1 and (late_from is None or found.first >= late_from):
         action = "nominal"
     elif misfire == "run_once":
         action = "recovery"

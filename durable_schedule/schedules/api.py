@@ -84,6 +84,23 @@ def _first_due(spec: ScheduleSpec, accepted_at: datetime, cursor: datetime,
     return due
 
 
+def _runs_left(cur, d: Definition, bounds: Bounds) -> None:
+    """DS117 when ``max_runs`` leaves the new generation no run: it counts the runs of every
+    generation (the pending occurrences this update supersedes no longer among them), so the
+    generation could never run (like an ``end_at`` in the past)."""
+    if bounds.max_runs is None:
+        return
+    from durable_schedule.processor import lifecycle as hooks  # imports this package
+
+    runs = hooks.run_lifecycle(cur, "count_runs", {"scope_id": d.scope_id,
+                                                   "schedule_id": d.schedule_id}).fetchone()[0]
+    if bounding.runs_left(bounds, runs) == 0:
+        raise ScheduleNeverFires(
+            f"max_runs {bounds.max_runs} leaves no run: the schedule has run {runs} times "
+            "(every generation counts); raise max_runs or remove it",
+            schedule_id=d.schedule_id, max_runs=bounds.max_runs, runs=runs)
+
+
 def _deadline_fits(target_json: dict[str, Any], due: datetime) -> None:
     """DS215 when the target's relative deadline, counted from the first due instant, leaves
     the supported UTC range: the processor counts it from the materialization (at or after
@@ -341,6 +358,9 @@ def update(
         retired = run(cur, "retire_pending", {
             "scope_id": scope, "schedule_id": schedule_id, "state": "superseded",
             "below_generation": generation, "now": accepted}).fetchall()
+        # After the retirement: a superseded pending occurrence no longer counts as a run. A
+        # refusal here rolls the retirement back with the rest of the transaction.
+        _runs_left(cur, d, bounds)
         _insert_generation(cur, scope, schedule_id, generation, spec, accepted, target_json,
                            overlap, misfire, window, actor, bounds, new_jitter, buffer_limit)
         revision = _guarded(run(cur, "rebind_definition", {

@@ -104,6 +104,11 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         key = {"scope_id": scope, "schedule_id": schedule_id, "generation": d.generation}
         existing = {r[0] for r in hooks.run_lifecycle(cur, "backfilled", {
             **key, "start": start, "end": end}).fetchall()}
+        # An instant the schedule itself ran (or will run: a pending coalesced or buffered
+        # occurrence) is covered by that occurrence; running it again would be a second Work.
+        ranges = hooks.run_lifecycle(cur, "covered", {
+            **key, "start": start, "end": end}).fetchall()
+        existing |= {t for t in instants if any(lo <= t <= hi for lo, hi in ranges)}
         new = [t for t in instants if t not in existing]
         busy = [r[0] for r in run(cur, "lock_slot", {"scope_id": scope,
                                                      "schedule_id": schedule_id}).fetchall()

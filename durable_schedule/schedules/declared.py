@@ -63,9 +63,11 @@ from durable_schedule.errors import (
     DurableError,
     EmptyPruneRefused,
     InvalidArgument,
+    ScheduleNeverFires,
     ScheduleNotFound,
 )
 from durable_schedule.evaluation.bounds import Bounds
+from durable_schedule.evaluation.cron import calendar as cron_calendar
 from durable_schedule.evaluation.cron.spec import Cron, with_seed
 from durable_schedule.evaluation.timeline import ScheduleSpec, kind_of, spec_to_json
 from durable_schedule.schedules import api
@@ -129,6 +131,13 @@ def declare(schedule_id: str, spec: ScheduleSpec, *, target: WorkTarget, scope: 
     check.policies(overlap, misfire)
     scope, schedule_id = validate_scope_id(scope), check.schedule_id(schedule_id)
     spec = check.spec(spec)
+    if isinstance(spec, Cron) and not cron_calendar.matches_some_day(
+            with_seed(spec, scope, schedule_id).pattern):
+        # create() refuses it whenever it runs (DS117); a declaration must fail at import time,
+        # not in the deploy's sync.
+        raise ScheduleNeverFires("the cron expression matches no day of the calendar: the "
+                                 "schedule would never fire", expression=spec.expression,
+                                 scope=scope, schedule_id=schedule_id)
     target_json = check.target(target)
     # create()'s own jitter check, target included: a jitter on a target with an attempt plan
     # (DS149) must fail here, at import time, not in the deploy's sync.

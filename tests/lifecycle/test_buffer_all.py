@@ -167,14 +167,16 @@ def test_buffer_all__the_batched_pass_leaves_it_to_the_single_step(clock, target
 
 
 def test_buffer_all__run_now_and_backfill_wait_for_the_buffer(clock, target):
-    create("s", schedules.Every(TEN), target, overlap="buffer_all")
+    # The grid reaches back before the acceptance, so 11:30 and 11:40 are back-fillable
+    # instants the schedule never ran (an instant it ran is never backfilled again).
+    create("s", schedules.Every(TEN, anchor=at(-60)), target, overlap="buffer_all")
     run_pass(clock, at(10))
     run_pass(clock, at(20))
     finish_running()  # the slot is free, 12:20 still waits to run first
     with pytest.raises(TriggerSlotBusy, match="buffered instants wait to run first"):
         schedules.trigger(SCOPE, "s", "run-now-1")
     with pytest.raises(TriggerSlotBusy):
-        schedules.backfill(SCOPE, "s", at(10), at(10), "bf-1")
+        schedules.backfill(SCOPE, "s", at(-30), at(-30), "bf-1")
     run_pass(clock, at(21))  # 12:20 runs
     finish_running()
     triggered = schedules.trigger(SCOPE, "s", "run-now-2")
@@ -182,8 +184,8 @@ def test_buffer_all__run_now_and_backfill_wait_for_the_buffer(clock, target):
     finish_running()
     # A backfill does not fill the buffer: like queue_one, one new instant per request.
     with pytest.raises(BackfillRefused):
-        schedules.backfill(SCOPE, "s", at(10), at(20), "bf-2")
-    assert schedules.backfill(SCOPE, "s", at(10), at(10), "bf-3").ran
+        schedules.backfill(SCOPE, "s", at(-30), at(-20), "bf-2")
+    assert schedules.backfill(SCOPE, "s", at(-30), at(-30), "bf-3").ran
 
 
 def test_buffer_all__an_update_supersedes_the_buffer_and_keeps_the_bound(clock, target):

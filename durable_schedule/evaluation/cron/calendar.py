@@ -108,6 +108,12 @@ def next_day(p: CronPattern, year: int, month: int, day: int) -> tuple[int, int,
     return None
 
 
+def matches_some_day(p: CronPattern) -> bool:
+    """True when some day of the Gregorian calendar matches (one 400-year cycle holds every
+    combination of month length, leap day and weekday); False: the pattern never fires."""
+    return next_day(p, 2000, 1, 1) is not None
+
+
 def prev_day(p: CronPattern, year: int, month: int, day: int) -> tuple[int, int, int] | None:
     """The last matching day on or before ``year-month-day`` (None within 400 years / year 1)."""
     stop = max(MIN_YEAR, year - CYCLE_YEARS)

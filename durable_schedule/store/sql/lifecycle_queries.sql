@@ -87,3 +87,13 @@ SELECT first_nominal_utc
    AND generation = %(generation)s AND kind = 'recovery'
    AND first_nominal_utc = last_nominal_utc
    AND first_nominal_utc BETWEEN %(start)s AND %(end)s
+
+-- name: covered -- the ranges of a generation's occurrences that ran or will run (Work linked,
+-- or still pending) and overlap a backfill of [start, end]: the schedule already disposed of
+-- their instants, so a backfill must not run them a second time.
+SELECT first_nominal_utc, last_nominal_utc
+  FROM durable_schedule_occurrence
+ WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
+   AND generation = %(generation)s AND kind IN ('nominal', 'recovery', 'coalesced')
+   AND (work_id IS NOT NULL OR state IN ('pending', 'claimed', 'materialized'))
+   AND first_nominal_utc <= %(end)s AND last_nominal_utc >= %(start)s
