@@ -271,8 +271,12 @@ class Sent:
         refused = [row for row in rows if row[1] not in ("created", "duplicate", "rolled_back")]
         if refused:
             first = refused[0]
+            # Every position of the caller's list holding a refused item (one identity may
+            # appear several times in a call), in list order.
+            status = {r[0]: r[1] for r in refused}
             raise _refusal(self.scope_id, self.items[first[0]][0], first, len(self.requests),
-                           [(self.slot.index(r[0]), r[1]) for r in refused])
+                           [(position, status[item]) for position, item in enumerate(self.slot)
+                            if item in status])
         by_item = {row[0]: row for row in rows}
         out = []
         for position, request in enumerate(self.requests):
