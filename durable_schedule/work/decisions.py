@@ -157,7 +157,9 @@ def decide(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter,
                 tally=tally)
         return None
     if row.state == RUNNING:
-        if row.lease_expires_at > row.now:
+        # A running row without any lease (only a hand-edited one: the store allows the NULL
+        # pair) has no live lease to wait for: it is recovered, as work.cancel counts it lapsed.
+        if row.lease_expires_at is not None and row.lease_expires_at > row.now:
             # Another worker's lease is live: the row is due again when that lease ends.
             reschedule_dispatch(cur, row, row.lease_expires_at, row.lease_owner,
                                 row.lease_expires_at)
