@@ -279,10 +279,17 @@ class Sent:
                             if item in status])
         by_item = {row[0]: row for row in rows}
         out = []
+        # The same identity twice in one call is one Work: only its first position created
+        # it, a later one is a duplicate of it. Items are numbered in order of first
+        # appearance, so a position is the first of its item when it holds the next number.
+        fresh = 0
         for position, request in enumerate(self.requests):
-            _, status, work_id, state, accepted_at, _facts = by_item[self.slot[position]]
+            item = self.slot[position]
+            _, status, work_id, state, accepted_at, _facts = by_item[item]
+            first = item == fresh
+            fresh += first
             out.append(_accepted(work_id, request.command_id, request.idempotency_key,
-                                 state, accepted_at, status == "created"))
+                                 state, accepted_at, first and status == "created"))
         return out
 
 
