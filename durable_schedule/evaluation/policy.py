@@ -458,10 +458,15 @@ def next_eligibility(
     """Next unconsumed planned slot after ``attempt_count`` claimed attempts
     (docs/protocol/work.md).
 
-    None after the final slot is claimed, and always None for legacy / deadline-only Work.
+    None after the final slot is claimed, and always None for legacy / deadline-only Work. None
+    too for a slot beyond the supported UTC range: the cutoff is capped at that range's end, so
+    such a slot is never eligible (the runtime closes the plan instead of scheduling it).
     """
     policy = _check_policy(policy)
     count = _positive_int(attempt_count, "attempt_count", 0)
     if policy.plan is None or count >= len(policy.plan.offsets):
         return None
-    return slot_eligibility(accepted_at, policy.plan, count)
+    a = as_instant(accepted_at, "accepted_at")
+    if policy.plan.offsets[count] > MAX_INSTANT - a:
+        return None
+    return slot_eligibility(a, policy.plan, count)

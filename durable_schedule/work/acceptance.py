@@ -271,14 +271,25 @@ class Sent:
         refused = [row for row in rows if row[1] not in ("created", "duplicate", "rolled_back")]
         if refused:
             first = refused[0]
+            # Every position of the caller's list holding a refused item (one identity may
+            # appear several times in a call), in list order.
+            status = {r[0]: r[1] for r in refused}
             raise _refusal(self.scope_id, self.items[first[0]][0], first, len(self.requests),
-                           [(self.slot.index(r[0]), r[1]) for r in refused])
+                           [(position, status[item]) for position, item in enumerate(self.slot)
+                            if item in status])
         by_item = {row[0]: row for row in rows}
         out = []
+        # The same identity twice in one call is one Work: only its first position created
+        # it, a later one is a duplicate of it. Items are numbered in order of first
+        # appearance, so a position is the first of its item when it holds the next number.
+        fresh = 0
         for position, request in enumerate(self.requests):
-            _, status, work_id, state, accepted_at, _facts = by_item[self.slot[position]]
+            item = self.slot[position]
+            _, status, work_id, state, accepted_at, _facts = by_item[item]
+            first = item == fresh
+            fresh += first
             out.append(_accepted(work_id, request.command_id, request.idempotency_key,
-                                 state, accepted_at, status == "created"))
+                                 state, accepted_at, first and status == "created"))
         return out
 
 

@@ -157,7 +157,9 @@ def decide(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter,
                 tally=tally)
         return None
     if row.state == RUNNING:
-        if row.lease_expires_at > row.now:
+        # A running row without any lease (only a hand-edited one: the store allows the NULL
+        # pair) has no live lease to wait for: it is recovered, as work.cancel counts it lapsed.
+        if row.lease_expires_at is not None and row.lease_expires_at > row.now:
             # Another worker's lease is live: the row is due again when that lease ends.
             reschedule_dispatch(cur, row, row.lease_expires_at, row.lease_owner,
                                 row.lease_expires_at)
@@ -187,6 +189,12 @@ def admit_pending(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter
     """Admission of a pending Work: refuse (closed or not due), suspend, reconcile or admit.
     With ``collect``, an admission is appended there (``(routing_id, row, definition,
     lease_expires_at)``) for the caller to write in one batch statement, and None returned."""
+    if row.provider_safety == RECONCILE and row.open_permit_no is not None:
+        # An unresolved admitted permit (a Work resumed after a missing definition or
+        # reconciler) is judged before anything else, also once admission has closed or the
+        # attempts ran out: reconciliation establishes what happened and reopens nothing, as
+        # it does for Work recovered from ``running`` (docs/work.md "Provider safety").
+        return start_reconciliation(cur, routing_id, row, owner, tally, cause="unresolved_permit")
     reason = row.admission_closed()
     if reason is not None:
         # Refusal before any permit or invocation: no slot consumed (docs/protocol/work.md).
@@ -225,8 +233,6 @@ def admit_pending(cur, routing_id: int, row: WorkRow, owner: str, tally: Counter
                                   "in the worker process", work_name=row.work_name,
                                   work_version=row.work_version)))
         return None
-    if row.provider_safety == RECONCILE and row.open_permit_no is not None:
-        return start_reconciliation(cur, routing_id, row, owner, tally, cause="unresolved_permit")
     retry = row.policy.retry
     expires = lease_expiry(row.now, retry.lease_duration, row.now,
                            retry.maximum_lease_lifetime, row.execution_deadline)

@@ -43,6 +43,7 @@ from durable_schedule.work.decisions import (
     error_detail,
     suspend,
 )
+from durable_schedule.work.failures import MESSAGE_LIMIT, safe_text
 from durable_schedule.work.rows import (
     EXPIRED,
     PENDING,
@@ -266,7 +267,12 @@ def record_fenced_verdict(cur, action: Reconcile, verdict: Verdict | None,
         # Not "error": work.attempts() reads a history row's error as the attempt's failure.
         detail["reconciler_error"] = error
     if isinstance(verdict, Unknown):
-        detail["verdict_reason"] = verdict.reason or None
+        # User text, stored as every failure message is: escaped for jsonb and bounded (a NUL
+        # failed this very transaction, and the evidence with it).
+        reason = verdict.reason
+        detail["verdict_reason"] = (
+            None if reason is None or (isinstance(reason, str) and not reason)
+            else safe_text(reason)[:MESSAGE_LIMIT])
     if result_json is not None:
         tally["quarantined"] += 1
     cur.execute(query(_QUERIES, "reconciliation_fenced"), {

@@ -279,7 +279,19 @@ def run_deferred(claims, opts: Options, stop, tally: Counter) -> None:
         if stopping(stop):
             tally["released"] += release(claims[i:], opts)
             return
-        process_one(claim, opts, tally, stop)
+        try:
+            process_one(claim, opts, tally, stop)
+        except Exception:
+            raise  # a database error: the pass retry takes over, the claims lapse
+        except BaseException:
+            # KeyboardInterrupt / SystemExit from this item's executor or reconciler: the
+            # worker stops, and the claims after it are released, as halt_batch releases a
+            # batch's (tried once; what cannot be released lapses with its claim lease).
+            try:
+                tally["released"] += release(claims[i + 1:], opts)
+            except Exception:  # noqa: BLE001 -- the interrupt is the one to report
+                pass
+            raise
 
 
 def commit_outcomes(results, opts: Options, tally: Counter) -> None:

@@ -71,6 +71,9 @@ log = logging.getLogger("durable_schedule.work")
 MIN_LEASE_SECONDS = 1e-6
 #: ``_reconcile``'s answer when the reconciler was not invoked (its local budget ran out).
 _NOT_INVOKED = object()
+#: ``_reconcile``'s answer when an async reconciler ignored its cancellation past the grace:
+#: nothing is recorded either, but the pass counts it ``abandoned`` (docs/work.md).
+_ABANDONED = object()
 
 
 @dataclass(frozen=True)
@@ -221,10 +224,11 @@ def process_one(claim: Claim, opts: Options, tally: Counter, stop=None) -> None:
                 action = None
             else:
                 found, error = _reconcile(action, opts, origin)
-                if found is _NOT_INVOKED:
-                    # The reconciliation lease ended locally before the reconciler ran: record
-                    # nothing; the lease expires and the next claim reconciles again.
-                    tally["refused"] += 1
+                if found is _NOT_INVOKED or found is _ABANDONED:
+                    # The reconciliation lease ended locally before the reconciler ran, or an
+                    # async reconciler was abandoned: record nothing; the lease expires and the
+                    # next claim reconciles again.
+                    tally["abandoned" if found is _ABANDONED else "refused"] += 1
                     break
                 origin = clock.monotonic()  # a NotApplied verdict may admit the next attempt
                 action, counts = run_with_retry(
@@ -426,7 +430,7 @@ def _reconcile(action: Reconcile, opts: Options, origin: float):
     except aio.Abandoned as exc:
         # As a reconciliation lease that ended before the reconciler ran: record nothing.
         _abandoned(ctx, exc, "the async reconciler")
-        return _NOT_INVOKED, None
+        return _ABANDONED, None
     except aio.EscapedInterrupt as exc:  # stops the worker, as a synchronous reconciler's
         raise exc.raised from None
     except (Exception, *_ESCAPED_SIGNALS) as exc:  # a reconciler that cannot answer is

@@ -82,9 +82,11 @@ def test_enqueue_many__payloads_over_the_bound_together_refuse_the_call(clock, t
         work.enqueue_many("tenant-a", requests)
     assert refused.value.context["requests"] == 2
     assert count("durable_work") == 0
-    # The same identity twice in one call is one Work: it is counted once.
+    # The same identity twice in one call is one Work: it is counted once (and created by
+    # its first position only, docs/work.md "Accepting Work").
     assert [a.created for a in work.enqueue_many("tenant-a", [requests[0], requests[0]])] == [
-        True, True]
+        True, False]
+    assert count("durable_work") == 1
 
 
 def test_enqueue_many__a_call_jsonb_cannot_hold_is_refused_before_it_is_sent(clock, touch):

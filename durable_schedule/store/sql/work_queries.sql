@@ -277,6 +277,9 @@ SELECT w.work_id, w.scope_id, w.command_id, w.idempotency_key, w.work_name, w.wo
 -- name: attempts -- every admitted attempt of one Work of the current scope, in permit order, with the lease owner that ran it and the error its failure recorded (no locks, no clock).
 -- The failure's error lives in the history row that ended the attempt (retry_scheduled, failed,
 -- expired: detail->'error', written by every failure path); the admitted row names the owner.
+-- A row that names its permit (detail->'permit_no') belongs to that permit only; one that names
+-- none (a recovered lease) to the attempt admitted last before it. An attempt handed back
+-- unstarted gives its number back, so the next permit runs under the same attempt number.
 SELECT p.permit_no, p.attempt, p.lease_generation, p.admitted_at, p.outcome, p.resolved_at,
        p.resolution_source, a.actor, a.id, f.event, f.detail -> 'error'
   FROM durable_work_permit p
@@ -289,6 +292,12 @@ SELECT p.permit_no, p.attempt, p.lease_generation, p.admitted_at, p.outcome, p.r
         SELECT h.event, h.detail FROM durable_work_history h
          WHERE h.scope_id = p.scope_id AND h.work_id = p.work_id AND h.id > a.id
            AND h.attempt = p.attempt AND h.detail ? 'error'
+           AND (h.detail ->> 'permit_no' = p.permit_no::text
+                OR (NOT h.detail ? 'permit_no'
+                    AND NOT EXISTS (SELECT 1 FROM durable_work_history n
+                                     WHERE n.scope_id = p.scope_id AND n.work_id = p.work_id
+                                       AND n.event = 'admitted' AND n.id > a.id
+                                       AND n.id < h.id)))
          ORDER BY h.id LIMIT 1) f ON true
  WHERE p.scope_id = %(scope_id)s AND p.work_id = %(work_id)s
  ORDER BY p.permit_no
