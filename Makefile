@@ -3,7 +3,8 @@
 #
 #   make test       find or start PostgreSQL (15: the machine's; 16, 17, 18: packaged binaries),
 #                   then tox: py311-django52 (PG 15), py312-django6 (PG 18), py311-django52-pg16
-#                   and -pg17 (store, schedule and Work suites), lint, docs
+#                   and -pg17 (store, schedule and Work suites), lint, docs; two at a time when
+#                   each test env has its own server (scripts/run_tox.sh), else one after another
 #   make demo       install into .venv, find or start PostgreSQL, run scripts/demo.sh
 #   make lint       ruff check (tox env "lint")
 #   make docs       build the documentation site into site/ (mkdocs --strict)
@@ -51,7 +52,7 @@ ENSURE_PG_MATRIX := for major in 16 17 18; do \
 .PHONY: help test demo lint docs docs-serve bench browser pg-stop venv clean
 
 help:
-	@sed -n '1,13p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,14p' Makefile | sed 's/^# \{0,1\}//'
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -74,7 +75,7 @@ test: $(TOX)
 	@$(ENSURE_PG); \
 	echo "make test: DATABASE_URL=$$(sed -E 's#(://[^:/@]*):[^@/]*@#\1:***@#' <<<"$$DATABASE_URL")"; \
 	$(ENSURE_PG_MATRIX); \
-	$(TOX) $(TOX_ARGS)
+	scripts/run_tox.sh $(TOX) $(TOX_ARGS)
 
 demo: $(VENV)/.installed-test
 	@$(ENSURE_PG); PYTHON=$(VPY) scripts/demo.sh

@@ -7,6 +7,7 @@ effects ledger, no dispatch row may be left, the loop keeps running and SIGTERM 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import socket
@@ -26,21 +27,32 @@ BIN = Path(os.environ.get("DURABLE_PG_BIN", "/usr/lib/postgresql/15/bin"))
 ITEMS = 8
 
 
-def _free_port() -> int:
+def _free_port() -> tuple[int, int]:
+    """A port in 5560-5569 (outside the ephemeral range, so no client socket takes it while the
+    server restarts), reserved with a lock file that is held while the cluster lives: test runs
+    side by side (tox environments run two at a time) never pick the same port."""
     for port in range(5560, 5570):
+        lock = Path(tempfile.gettempdir()) / f"durable_fix12a_port_{port}.lock"
+        fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
+                os.close(fd)
                 continue
-            return port
+        return port, fd
     pytest.skip("no free port in 5560-5569 for a private PostgreSQL cluster")
 
 
 class Cluster:
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="fix12a_"))
-        self.port = _free_port()
+        self.port, self.port_lock = _free_port()
         # initdb and postgres refuse to run as root: run them as the postgres OS user then.
         self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
         if self.as_user:
@@ -87,6 +99,20 @@ def cluster():
             c.ctl("-m", "immediate", "stop")
     finally:
         shutil.rmtree(c.dir, ignore_errors=True)
+        os.close(c.port_lock)
+
+
+def test_free_port__two_runs_side_by_side_reserve_different_ports():
+    first, first_lock = _free_port()
+    try:
+        second, second_lock = _free_port()  # another test run, while the first cluster lives
+        os.close(second_lock)
+        assert second != first
+        third, third_lock = _free_port()  # the second cluster is gone: its port is free again
+        os.close(third_lock)
+        assert third == second
+    finally:
+        os.close(first_lock)
 
 
 def env_for(url: str) -> dict:
