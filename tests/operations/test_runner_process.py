@@ -54,7 +54,13 @@ def test_loop__a_killed_runner_is_reported_dead_after_the_threshold(committed_cl
 
 
 def test_loop__sighup_stops_like_sigterm_and_records_the_stop(committed_clock):
-    proc = start_loop("process_work", "--lease-owner", "proc-hup")
+    # The runner keeps a SIGHUP it inherited as ignored (nohup): start it with the default
+    # disposition, whatever the test run's own is.
+    inherited = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        proc = start_loop("process_work", "--lease-owner", "proc-hup")
+    finally:
+        signal.signal(signal.SIGHUP, inherited)
     try:
         wait_until(lambda: beats(), what="the first heartbeat")
     finally:

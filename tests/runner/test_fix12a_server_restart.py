@@ -180,7 +180,9 @@ def test_server_restarted_fast_then_immediate_under_a_running_loop(cluster):
     failure = None
     try:
         for mode in ("fast", "immediate"):
-            enqueue(cluster, mode, ITEMS, 0.5)
+            # 2 s per item, two waves at concurrency 4: the restart must land while items
+            # run even when a loaded machine is slow to see the first one start.
+            enqueue(cluster, mode, ITEMS, 2.0)
             wait_until(
                 lambda m=mode: (
                     proc.poll() is not None
