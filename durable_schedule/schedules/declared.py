@@ -129,7 +129,7 @@ def declare(schedule_id: str, spec: ScheduleSpec, *, target: WorkTarget, scope: 
     check.policies(overlap, misfire)
     scope, schedule_id = validate_scope_id(scope), check.schedule_id(schedule_id)
     spec = check.spec(spec)
-    target_json = check.target(target)
+    target_json = check.target(target, scope)
     # create()'s own jitter check, target included: a jitter on a target with an attempt plan
     # (DS149) must fail here, at import time, not in the deploy's sync.
     jitter = api._jitter(jitter, spec, target_json, (scope, schedule_id))

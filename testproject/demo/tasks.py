@@ -100,6 +100,13 @@ def returns_after_its_deadline(context, seconds):
     return "too late"
 
 
+@tasks.options(scope="fixed-tenant")
+@task
+def fixed_scope_report(x):
+    """A task with a fixed scope (docs/tasks.md "Scopes")."""
+    return x
+
+
 @tasks.options(safety=work.ProviderSafety.RECONCILE_BEFORE_RETRY, version="v2")
 @task(takes_context=True)
 def charge(context, order_id, cents):
