@@ -509,6 +509,14 @@ class TaskArgumentsMismatch(WorkError, TypeError):
     )
 
 
+class TaskScopeMismatch(WorkError):
+    code = "DS272"
+    next_action = (
+        "A task with a fixed scope (its `scope` option) runs in that scope only: create the "
+        "schedule in that scope, or drop the option (docs/tasks.md \"Periodic tasks\")."
+    )
+
+
 # DS246-DS249: adaptive claim sizing of the Work pipeline (docs/work.md "Batched Work").
 class InvalidWaitBudget(WorkError):
     code = "DS246"

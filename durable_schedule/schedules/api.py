@@ -195,7 +195,7 @@ def create(
     validate_scope_id(scope)
     schedule_id = check.schedule_id(schedule_id)
     spec = check.spec(spec)
-    target_json = check.target(target)
+    target_json = check.target(target, scope)
     overlap, misfire = check.policies(overlap, misfire)
     buffer_limit = check.buffer_limit(overlap, buffer_limit)
     window = check.safety_window(safety_window)
@@ -319,7 +319,7 @@ def update(
     schedule_id = check.schedule_id(schedule_id)
     expected_revision = check.revision(expected_revision)
     spec = None if spec is None else check.spec(spec)
-    target_json = None if target is None else check.target(target)
+    target_json = None if target is None else check.target(target, scope)
     if overlap is not None or misfire is not None:
         check.policies("queue_one" if overlap is None else overlap,
                        "run_once" if misfire is None else misfire)

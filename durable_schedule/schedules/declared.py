@@ -139,6 +139,7 @@ def declare(schedule_id: str, spec: ScheduleSpec, *, target: WorkTarget, scope: 
                                  "schedule would never fire", expression=spec.expression,
                                  scope=scope, schedule_id=schedule_id)
     target_json = check.target(target)
+    target_json = check.target(target, scope)
     # create()'s own jitter check, target included: a jitter on a target with an attempt plan
     # (DS149) must fail here, at import time, not in the deploy's sync.
     jitter = api._jitter(jitter, spec, target_json, (scope, schedule_id))

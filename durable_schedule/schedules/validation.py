@@ -22,6 +22,7 @@ from durable_schedule.errors import (
     JitterPastDeadline,
     NonPositiveDuration,
     ReservedActor,
+    TaskScopeMismatch,
     UnknownWorkTarget,
 )
 from durable_schedule.evaluation.cron.spec import Cron
@@ -172,12 +173,14 @@ def spec(value: Any) -> ScheduleSpec:
     return checked
 
 
-def target(value: Any) -> dict[str, Any]:
+def target(value: Any, scope: str | None = None) -> dict[str, Any]:
     """A registered Work target: returns its JSON snapshot (DS105 when unknown).
 
     The target is the value ``definition.target(payload=...)`` returns; its work name and
     version must be registered in this process (``work.define``), so a schedule can never be
-    accepted for Work that no worker could run.
+    accepted for Work that no worker could run. A task target (``tasks.target()``) of a task
+    with a fixed scope belongs to a schedule of that ``scope`` only (DS272, docs/tasks.md
+    "Periodic tasks"): every occurrence's Work goes into the schedule's scope.
     """
     if not isinstance(value, WorkTarget):
         raise UnknownWorkTarget("target must be a WorkTarget from definition.target(payload=...)",
@@ -188,6 +191,12 @@ def target(value: Any) -> dict[str, Any]:
     # A target built as WorkTarget(...) directly skipped definition.target's check: the same
     # rule as enqueue's (DS244), so no generation stores a queue enqueue would refuse.
     validate_queue(value.queue)
+    fixed = getattr(value, "fixed_scope", None)
+    if fixed is not None and scope is not None and fixed != scope:
+        raise TaskScopeMismatch(
+            "the target's task has a fixed scope and the schedule is in another: every run "
+            "would go into the schedule's scope, not the task's",
+            work_name=value.work_name, task_scope=fixed, schedule_scope=scope)
     return value.to_json()
 
 

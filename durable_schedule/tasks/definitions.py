@@ -262,9 +262,19 @@ class _Executor:
         # KeyboardInterrupt and SystemExit pass without task_finished: they stop the worker and
         # the attempt records no outcome (docs/work.md "What an executor raises"); it is
         # recovered after its lease and may yet succeed, so a FAILED signal would be false.
-        finished = results.after_attempt(task_result, None, value)
+        # A return at or after the Work's absolute deadline is not a success: the store
+        # quarantines the result and ends the Work expired (docs/work.md "Deadlines"), so the
+        # signal carries that end, decided on the database clock the store decides on.
+        late = ctx.deadline is not None and _database_now(backend.database) >= ctx.deadline
+        finished = results.after_attempt(task_result, None, value, late=late)
         results.notify(signals.task_finished, type(backend), finished)
         return value
+
+
+def _database_now(alias: str):
+    from durable_schedule.tasks.backend import _database_now as now
+
+    return now(alias)
 
 
 def _call(task: Task, ctx, args: list, kwargs: dict) -> Any:

@@ -137,7 +137,13 @@ def build(task: Task, alias: str, info: WorkInfo, history: list[tuple],
                           else (detail or {}).get("error"))
               for event, _attempt, _actor, detail, _at in history if event in _OUTCOME_EVENTS]
     errors = [e for e in errors if e is not None]
-    if not errors and info.last_error and info.state != SUCCEEDED:
+    if (not errors and isinstance(info.last_error, dict) and "attempt" in info.last_error
+            and info.state != SUCCEEDED):
+        # Only an attempt's own failure (the runtime stores its attempt number with it):
+        # ``errors`` are the errors of attempts (Django's TaskResult), and a suspension
+        # (unknown definition, missing reconciler) or a refused admission writes last_error
+        # without running one -- resumed Work read READY with that error and no attempt.
+        # An end no attempt raised is named by the TaskEnded entry below.
         last = _task_error(info.last_error)
         errors = [last] if last is not None else []
     ended = _end_error(info.state, history)
@@ -250,10 +256,20 @@ def context(task_result: TaskResult, ctx) -> DurableTaskContext:
 
 
 def after_attempt(task_result: TaskResult, exc: BaseException | None,
-                  value: Any = None) -> TaskResult:
+                  value: Any = None, *, late: bool = False) -> TaskResult:
     """The TaskResult ``task_finished`` carries after one attempt (the worker's own clock for
     ``finished_at``: a signal payload, not a stored fact; a failed attempt may still be
-    retried, the stored Work says whether)."""
+    retried, the stored Work says whether). ``late``: the task returned at or after the Work's
+    deadline, so the store keeps no success -- it quarantines the value and ends the Work
+    ``expired`` -- and the result is FAILED, ending with ``TaskExpired``, as it is read then."""
+    if exc is None and late:
+        path = f"{TaskExpired.__module__}.{TaskExpired.__qualname__}"
+        ended = TaskError(exception_class_path=path,
+                          traceback=f"{path}: the Work is {EXPIRED} (the task returned at or "
+                                    "after its deadline; its value is quarantined)\n")
+        return dataclasses.replace(task_result, status=TaskResultStatus.FAILED,
+                                   finished_at=timezone.now(),
+                                   errors=[*task_result.errors, ended])
     if exc is None:
         done = dataclasses.replace(task_result, status=TaskResultStatus.SUCCESSFUL,
                                    finished_at=timezone.now())

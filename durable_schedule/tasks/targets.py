@@ -40,6 +40,12 @@ def target(task: Task, /, *args: Any, **kwargs: Any) -> WorkTarget:
     definition = definition_for(task, resolved)
     # The task's routing, as enqueue() uses it: every occurrence's Work runs on the task's
     # queue at its priority (``task.using(queue_name=..., priority=...)`` overrides both).
-    return definition.target(payload=arguments.to_json(args, kwargs),
+    made = definition.target(payload=arguments.to_json(args, kwargs),
                              deadline_after=resolved.deadline_after,
                              queue=task.queue_name, priority=task.priority)
+    if resolved.scope is not None:
+        # Not part of the snapshot (its JSON, its fingerprint): the schedule's scope is where
+        # every occurrence's Work goes, so a schedule given this target in another scope is
+        # refused (DS272, schedules.validation.target) instead of running the task there.
+        object.__setattr__(made, "fixed_scope", resolved.scope)
+    return made

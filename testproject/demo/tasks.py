@@ -89,6 +89,24 @@ async def async_sleep_bounded(seconds):
     return "woke up"
 
 
+@tasks.options(deadline_after=timedelta(seconds=1))
+@task(takes_context=True)
+def returns_after_its_deadline(context, seconds):
+    """Returns ``seconds`` after its absolute deadline: moves the database clock seam there
+    (tests only), as a task that overran its deadline would find it."""
+    from durable_schedule.testing import ControlledClock
+
+    ControlledClock().set(context.work.deadline + timedelta(seconds=seconds))
+    return "too late"
+
+
+@tasks.options(scope="fixed-tenant")
+@task
+def fixed_scope_report(x):
+    """A task with a fixed scope (docs/tasks.md "Scopes")."""
+    return x
+
+
 @tasks.options(safety=work.ProviderSafety.RECONCILE_BEFORE_RETRY, version="v2")
 @task(takes_context=True)
 def charge(context, order_id, cents):

@@ -1,0 +1,99 @@
+"""What the backend reports is what the store keeps (docs/tasks.md "Signals", "Status
+mapping").
+
+A task that returns at or after its Work's absolute deadline does not succeed: the store
+quarantines the value and ends the Work ``expired`` (docs/work.md "Deadlines"). Before,
+``task_finished`` carried SUCCESSFUL with the value as ``return_value``, so a receiver recorded
+a success the store never kept.
+
+``errors`` are the errors of attempts (Django's TaskResult): a suspension for an unknown
+definition runs no attempt. Before, resumed Work read READY with ``errors ==
+[UnknownWorkDefinition]`` and no attempt, and the entry vanished again after a success.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from demo import tasks as demo
+from django.test import override_settings
+
+from durable_schedule import work
+from durable_schedule.tasks.compat import TaskResultStatus, signals
+from durable_schedule.tasks.results import TaskExpired, TaskSuspended
+from tests.work.conftest import run_pass, work_row
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DEFAULT = {
+    "BACKEND": "durable_schedule.tasks.DurableBackend",
+    "QUEUES": ["default", "emails"],
+    "OPTIONS": {"SCOPE": "demo"},
+}
+WITH_V2 = {
+    "default": DEFAULT,
+    "v2": {
+        "BACKEND": "durable_schedule.tasks.DurableBackend",
+        "OPTIONS": {"SCOPE": "demo", "VERSION": "v2"},
+    },
+}
+
+
+@pytest.fixture
+def finished():
+    seen = []
+
+    def receive(sender, task_result, **kwargs):
+        seen.append(task_result)
+
+    signals.task_finished.connect(receive, weak=False)
+    yield seen
+    signals.task_finished.disconnect(receive)
+
+
+def test_late_return__task_finished_carries_the_expired_end_the_store_keeps(
+        committed_clock, finished):
+    result = demo.returns_after_its_deadline.enqueue(5)
+    run_pass()
+    assert work_row(result.id, "state") == ("expired",)
+    stored = demo.returns_after_its_deadline.get_result(result.id)
+    assert stored.status == TaskResultStatus.FAILED
+
+    [signalled] = finished
+    assert signalled.status == stored.status == TaskResultStatus.FAILED
+    assert signalled.errors[-1].exception_class is TaskExpired
+    assert stored.errors[-1].exception_class is TaskExpired
+    with pytest.raises(ValueError):
+        signalled.return_value  # noqa: B018 - no success, so no return value
+
+
+def test_return_before_the_deadline__task_finished_is_successful(committed_clock, finished):
+    result = demo.returns_after_its_deadline.enqueue(-1)  # returns 1 s before the deadline
+    run_pass()
+    assert work_row(result.id, "state") == ("succeeded",)
+    [signalled] = finished
+    assert signalled.status == TaskResultStatus.SUCCESSFUL
+    assert signalled.return_value == "too late" and signalled.errors == []
+
+
+def test_unknown_definition__a_suspension_is_not_an_attempt_error(committed_clock):
+    with override_settings(TASKS=WITH_V2):
+        result = demo.add.using(backend="v2").enqueue(1, 2)
+    committed_clock.advance(timedelta(hours=1))
+    assert run_pass().suspended == 1  # no backend gives the task v2 any more
+
+    suspended = demo.add.get_result(result.id)
+    assert suspended.status == TaskResultStatus.FAILED and suspended.attempts == 0
+    # The end entry says why; no attempt error precedes it.
+    assert [e.exception_class for e in suspended.errors] == [TaskSuspended]
+
+    work.resume("demo", result.id, actor="ops")
+    suspended.refresh()
+    assert suspended.status == TaskResultStatus.READY and suspended.attempts == 0
+    assert suspended.errors == []
+
+    with override_settings(TASKS=WITH_V2):
+        assert run_pass().succeeded == 1
+        suspended.refresh()
+    assert suspended.status == TaskResultStatus.SUCCESSFUL and suspended.errors == []
