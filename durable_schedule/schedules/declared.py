@@ -138,7 +138,6 @@ def declare(schedule_id: str, spec: ScheduleSpec, *, target: WorkTarget, scope: 
         raise ScheduleNeverFires("the cron expression matches no day of the calendar: the "
                                  "schedule would never fire", expression=spec.expression,
                                  scope=scope, schedule_id=schedule_id)
-    target_json = check.target(target)
     target_json = check.target(target, scope)
     # create()'s own jitter check, target included: a jitter on a target with an attempt plan
     # (DS149) must fail here, at import time, not in the deploy's sync.
