@@ -117,6 +117,16 @@ def test_prune__beyond_the_margin_a_normal_run_misses_it_a_wider_margin_does_not
     assert history_of("b") == 0
 
 
+def test_prune_command__the_longest_margin_is_accepted_and_reads_back_past_the_step(ok, clock):
+    pruned_a_at_ten_days(ok, clock)
+    succeed(ok, clock, T0 + 5 * DAY, "b")
+    clock.set(T0 + 90 * DAY)
+    out = StringIO()
+    call_command("durable_prune", "--older-than", "30d", "--margin", "365000d", stdout=out)
+    assert "history of 1 terminal Work (3 history rows" in out.getvalue()
+    assert history_of("b") == 0
+
+
 def test_prune__a_mark_after_now_is_ignored_and_written_anew(ok, clock):
     succeed(ok, clock, T0 + 10 * DAY, "a")
     clock.set(T0 + 10 * DAY + 2 * HOUR)
