@@ -727,6 +727,19 @@ class TransactionAborted(OperationsError):
     )
 
 
+class InvalidPruneMargin(OperationsError):
+    code = "DS442"
+    next_action = ("Give durable_prune --margin as a whole number with a unit m, h, d or w "
+                   "(2d, 12h), at least 1m and at most 365000d; nothing was changed "
+                   "(docs/operations.md \"Retention\").")
+
+
+class InvalidPruneRescan(OperationsError):
+    code = "DS443"
+    next_action = ("Give durable_prune --rescan alone (it reads every scope in full) or "
+                   "--margin alone; nothing was changed (docs/operations.md \"Retention\").")
+
+
 class MetricsUnavailable(OperationsError):
     code = "DS429"
     next_action = "Install the metrics extra: pip install 'durable-schedule[metrics]'."

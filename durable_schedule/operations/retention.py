@@ -10,6 +10,15 @@ What is removed, in bounded batches (each its own transaction, ``batch`` rows at
   named by no Work;
 * heartbeats of runners that stopped or died before the cutoff.
 
+Which terminal Work a run reads: a per-scope mark remembers the last Work pruned (finish time,
+row id). A run starts one margin (:data:`DEFAULT_MARGIN`) before it, not after it: Work can
+become terminal with an earlier finish time than Work already pruned (the database clock stepped
+back, a long transaction committed late), and would otherwise keep its detail forever. Only Work
+that still has permits, quarantine rows or history is selected and counted, so what the margin
+reads again is not counted twice. A mark that lies after the database's now (the clock went
+back past it) is ignored: that scope is scanned in full and the mark written anew; ``rescan``
+scans every scope in full, for a step back longer than the margin.
+
 What is kept, and why: the ``durable_work`` row itself. Compare-or-return answers a retried
 enqueue from that row (scope, command, idempotency key, work id, fingerprint, state, accepted
 time) through its unique key; moving the identity elsewhere would need every enqueue, under
@@ -32,7 +41,7 @@ from datetime import timedelta
 
 from django.db import DatabaseError, transaction
 
-from durable_schedule.errors import InvalidRetention
+from durable_schedule.errors import InvalidPruneMargin, InvalidPruneRescan, InvalidRetention
 from durable_schedule.operations.scopes import routing_ids
 from durable_schedule.runner import committed
 from durable_schedule.store.sqlfiles import query
@@ -44,6 +53,9 @@ MIN_AGE = timedelta(hours=1)
 #: nothing in a store is that old, so the bound costs nothing.
 MAX_AGE = timedelta(days=365_000)
 MAX_BATCH = 10_000
+#: How far before the mark each run reads again (docs/operations.md "Retention").
+DEFAULT_MARGIN = timedelta(days=1)
+MIN_MARGIN = timedelta(minutes=1)
 _UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _AGE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 
@@ -67,6 +79,22 @@ def parse_age(text: str) -> timedelta:
     return age
 
 
+def parse_margin(text: str) -> timedelta:
+    """``--margin``: ``90m``, ``12h``, ``2d``, ``1w`` -> timedelta, from :data:`MIN_MARGIN` to
+    :data:`MAX_AGE` (DS442)."""
+    match = _AGE.match(text or "")
+    if not match:
+        raise InvalidPruneMargin("--margin must be a whole number with a unit m, h, d or w "
+                                 "(e.g. 2d)", got=text)
+    seconds = int(match.group(1)) * _UNITS[match.group(2)]
+    if seconds > MAX_AGE.total_seconds():
+        raise InvalidPruneMargin(f"--margin must be at most {MAX_AGE.days}d", got=text)
+    margin = timedelta(seconds=seconds)
+    if margin < MIN_MARGIN:
+        raise InvalidPruneMargin(f"--margin must be at least {MIN_MARGIN}", got=text)
+    return margin
+
+
 @dataclass
 class PruneCounts:
     scopes: int = 0
@@ -78,6 +106,10 @@ class PruneCounts:
     heartbeats: int = 0
     batches: int = 0
     dry_run: bool = False
+    #: scopes read in full because ``rescan`` asked for it
+    rescanned: int = 0
+    #: scopes read in full because their mark lay after the database's now
+    mark_ahead: int = 0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -94,8 +126,11 @@ def scope_ids(*, using: str | None = None) -> list[str]:
 
 
 def prune(older_than: timedelta, *, dry_run: bool, batch: int = 500,
+          margin: timedelta | None = None, rescan: bool = False,
           using: str | None = None) -> PruneCounts:
-    """Remove what the module docstring lists; ``dry_run`` only counts."""
+    """Remove what the module docstring lists; ``dry_run`` only counts. ``margin`` (default
+    :data:`DEFAULT_MARGIN`): how far before each scope's mark to read again; ``rescan``: ignore
+    the marks and read every scope in full (no ``margin`` with it: DS443)."""
     if older_than < MIN_AGE:
         raise InvalidRetention(f"older_than must be at least {MIN_AGE}", got=str(older_than))
     if older_than > MAX_AGE:
@@ -103,6 +138,16 @@ def prune(older_than: timedelta, *, dry_run: bool, batch: int = 500,
                                got=str(older_than))
     if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_BATCH:
         raise InvalidRetention(f"batch must be between 1 and {MAX_BATCH}", got=batch)
+    if not isinstance(rescan, bool):
+        raise InvalidPruneRescan("rescan must be True or False", got=repr(rescan))
+    if rescan and margin is not None:
+        raise InvalidPruneRescan("--rescan reads every scope in full: a --margin means nothing "
+                                 "with it", got=str(margin))
+    if margin is None:
+        margin = DEFAULT_MARGIN
+    if not isinstance(margin, timedelta) or not MIN_MARGIN <= margin <= MAX_AGE:
+        raise InvalidPruneMargin(f"margin must be between {MIN_MARGIN} and {MAX_AGE.days} days",
+                                 got=str(margin))
     conn = connection(using)
     counts = PruneCounts(dry_run=dry_run)
     try:
@@ -112,9 +157,9 @@ def prune(older_than: timedelta, *, dry_run: bool, batch: int = 500,
         for scope_id in scope_ids(using=using):
             counts.scopes += 1
             if dry_run:
-                _preview_scope(conn, scope_id, cutoff, counts)
+                _preview_scope(conn, scope_id, cutoff, margin, rescan, counts)
             else:
-                _prune_scope(conn, scope_id, cutoff, batch, counts)
+                _prune_scope(conn, scope_id, cutoff, batch, margin, rescan, counts)
         with transaction.atomic(using=conn.alias), conn.cursor() as cur:
             cur.execute(_q("preview_heartbeats" if dry_run else "prune_heartbeats"),
                         {"cutoff": cutoff})
@@ -122,7 +167,7 @@ def prune(older_than: timedelta, *, dry_run: bool, batch: int = 500,
     except DatabaseError as exc:
         if not dry_run:  # the batches that committed before the error stay removed: say so
             committed.note(exc, {k: v for k, v in counts.as_dict().items()
-                                 if k not in ("dry_run", "scopes")})
+                                 if k not in ("dry_run", "scopes", "rescanned", "mark_ahead")})
         raise
     return counts
 
@@ -132,10 +177,32 @@ def _in_scope(cur, scope_id: str) -> None:
     cur.execute(_q("enter_scope_as_owner"), [scope_id])
 
 
-def _preview_scope(conn, scope_id: str, cutoff, counts: PruneCounts) -> None:
+def _start(cur, scope_id: str, margin: timedelta, rescan: bool,
+           counts: PruneCounts) -> tuple[object, int, bool]:
+    """Where this run reads the scope's terminal Work from: ``(after_at, after_ref, ahead)``,
+    the key to start after (``None``: from the first Work) and whether the mark lay after the
+    database's now (then it is to be forgotten)."""
+    cur.execute(_q("mark_position"), {"scope_id": scope_id})
+    row = cur.fetchone()
+    if row is None:
+        return None, 0, False
+    at, _ref, ahead = row
+    if ahead:
+        counts.mark_ahead += 1
+        return None, 0, True
+    if rescan:
+        counts.rescanned += 1
+        return None, 0, False
+    return at - margin, 0, False
+
+
+def _preview_scope(conn, scope_id: str, cutoff, margin: timedelta, rescan: bool,
+                   counts: PruneCounts) -> None:
     with transaction.atomic(using=conn.alias), conn.cursor() as cur:
         _in_scope(cur, scope_id)
-        args = {"scope_id": scope_id, "cutoff": cutoff}
+        after_at, after_ref, _ahead = _start(cur, scope_id, margin, rescan, counts)
+        args = {"scope_id": scope_id, "cutoff": cutoff, "after_at": after_at,
+                "after_ref": after_ref}
         cur.execute(_q("preview_work"), args)
         work, permits, quarantine, history = cur.fetchone()
         counts.work += work
@@ -146,14 +213,25 @@ def _preview_scope(conn, scope_id: str, cutoff, counts: PruneCounts) -> None:
         counts.occurrences += cur.fetchone()[0]
 
 
-def _prune_scope(conn, scope_id: str, cutoff, batch: int, counts: PruneCounts) -> None:
+def _prune_scope(conn, scope_id: str, cutoff, batch: int, margin: timedelta, rescan: bool,
+                 counts: PruneCounts) -> None:
     args = {"scope_id": scope_id, "cutoff": cutoff, "batch": batch}
+    first = True
     while True:  # each batch commits on its own: locks stay short, progress is kept
         with transaction.atomic(using=conn.alias), conn.cursor() as cur:
             _in_scope(cur, scope_id)
+            if first:
+                args["after_at"], args["after_ref"], ahead = _start(cur, scope_id, margin,
+                                                                    rescan, counts)
+                if ahead:  # forgotten in the same transaction as the first batch is removed
+                    cur.execute(_q("forget_mark"), {"scope_id": scope_id})
             cur.execute(_q("ignore_work_history_protection"))
             cur.execute(_q("prune_work_batch"), args)
-            work, permits, quarantine, history, _moved = cur.fetchone()
+            work, permits, quarantine, history, _moved, last_at, last_ref = cur.fetchone()
+            if first and ahead and work == 0:
+                cur.execute(_q("mark_after_full_scan"), args)
+        first = False
+        args["after_at"], args["after_ref"] = last_at, last_ref  # the next batch goes on after
         counts.batches += 1
         counts.work += work
         counts.permits += permits

@@ -13,19 +13,35 @@ select set_config('pgtrigger.ignore', '{' || string_agg(tgname, ',') || '}', tru
   from pg_trigger
  where tgrelid = 'durable_work_history'::regclass and tgname like 'pgtrigger_%%'
 
+-- name: mark_position -- the scope's retention mark, and whether it lies after the clock
+-- seam's now (the database clock went back past it). No row: the scope was never pruned.
+SELECT finished_at, work_ref, finished_at > durable_schedule_clock('clock')
+  FROM durable_work_retention_mark WHERE scope_id = %(scope_id)s
+
+-- name: forget_mark -- drop a mark that lies after now: it says nothing true about what is
+-- pruned any more; this run scans the scope in full and writes the mark anew.
+DELETE FROM durable_work_retention_mark WHERE scope_id = %(scope_id)s
+
 -- name: prune_work_batch -- one batch of terminal Work finished before the cutoff, after the
--- scope's retention mark: delete its permits, quarantine rows and history, move the mark.
+-- key (after_at, after_ref), that still has permits, quarantine rows or history: delete them
+-- and move the mark forward (never back). The first batch of a run starts one margin before
+-- the mark (or at the start: a full scan), each further batch after the previous batch's last
+-- Work. Work in that margin already pruned has nothing left and is not selected again.
 -- The durable_work row itself is kept (the identity compare-or-return needs).
-WITH mark AS (
-    SELECT coalesce(max(finished_at), '-infinity'::timestamptz) AS at,
-           coalesce(max(work_ref), 0) AS ref
-      FROM durable_work_retention_mark WHERE scope_id = %(scope_id)s
-), victims AS MATERIALIZED (
+WITH victims AS MATERIALIZED (
     SELECT w.id, w.scope_id, w.work_id, w.finished_at
-      FROM durable_work w, mark
+      FROM durable_work w
      WHERE w.scope_id = %(scope_id)s AND w.finished_at IS NOT NULL
-       AND (w.finished_at, w.id) > (mark.at, mark.ref) AND w.finished_at < %(cutoff)s
+       AND (w.finished_at, w.id) > (coalesce(%(after_at)s::timestamptz, '-infinity'),
+                                    %(after_ref)s::bigint)
+       AND w.finished_at < %(cutoff)s
        AND w.state IN ('succeeded', 'failed', 'expired', 'canceled')
+       AND (EXISTS (SELECT 1 FROM durable_work_history h
+                     WHERE h.scope_id = w.scope_id AND h.work_id = w.work_id)
+            OR EXISTS (SELECT 1 FROM durable_work_permit p
+                        WHERE p.scope_id = w.scope_id AND p.work_id = w.work_id)
+            OR EXISTS (SELECT 1 FROM durable_work_quarantine q
+                        WHERE q.scope_id = w.scope_id AND q.work_id = w.work_id))
      ORDER BY w.finished_at, w.id
      LIMIT %(batch)s
 ), permits AS (
@@ -40,27 +56,45 @@ WITH mark AS (
 ), last AS (
     SELECT finished_at, id FROM victims ORDER BY finished_at DESC, id DESC LIMIT 1
 ), moved AS (
-    INSERT INTO durable_work_retention_mark (scope_id, finished_at, work_ref)
+    INSERT INTO durable_work_retention_mark AS m (scope_id, finished_at, work_ref)
     SELECT %(scope_id)s, finished_at, id FROM last
     ON CONFLICT (scope_id) DO UPDATE
        SET finished_at = EXCLUDED.finished_at, work_ref = EXCLUDED.work_ref, updated_at = now()
+     WHERE (EXCLUDED.finished_at, EXCLUDED.work_ref) > (m.finished_at, m.work_ref)
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM victims), (SELECT count(*) FROM permits),
        (SELECT count(*) FROM quarantine), (SELECT count(*) FROM history),
-       (SELECT count(*) FROM moved)
+       (SELECT count(*) FROM moved), (SELECT finished_at FROM last), (SELECT id FROM last)
 
--- name: preview_work -- what prune_work_batch would remove in this scope, all batches together.
-WITH mark AS (
-    SELECT coalesce(max(finished_at), '-infinity'::timestamptz) AS at,
-           coalesce(max(work_ref), 0) AS ref
-      FROM durable_work_retention_mark WHERE scope_id = %(scope_id)s
-), victims AS MATERIALIZED (
+-- name: mark_after_full_scan -- a full scan of a scope whose mark was forgotten found nothing
+-- left to remove: every terminal Work before the cutoff is pruned, so the mark goes on the
+-- last of them (else the next run would scan the scope in full again).
+INSERT INTO durable_work_retention_mark (scope_id, finished_at, work_ref)
+SELECT w.scope_id, w.finished_at, w.id
+  FROM durable_work w
+ WHERE w.scope_id = %(scope_id)s AND w.finished_at IS NOT NULL AND w.finished_at < %(cutoff)s
+   AND w.state IN ('succeeded', 'failed', 'expired', 'canceled')
+ ORDER BY w.finished_at DESC, w.id DESC
+ LIMIT 1
+ON CONFLICT (scope_id) DO NOTHING
+
+-- name: preview_work -- what prune_work_batch would remove in this scope, all batches of a run
+-- together (the same start key, the same "something left" test).
+WITH victims AS MATERIALIZED (
     SELECT w.scope_id, w.work_id
-      FROM durable_work w, mark
+      FROM durable_work w
      WHERE w.scope_id = %(scope_id)s AND w.finished_at IS NOT NULL
-       AND (w.finished_at, w.id) > (mark.at, mark.ref) AND w.finished_at < %(cutoff)s
+       AND (w.finished_at, w.id) > (coalesce(%(after_at)s::timestamptz, '-infinity'),
+                                    %(after_ref)s::bigint)
+       AND w.finished_at < %(cutoff)s
        AND w.state IN ('succeeded', 'failed', 'expired', 'canceled')
+       AND (EXISTS (SELECT 1 FROM durable_work_history h
+                     WHERE h.scope_id = w.scope_id AND h.work_id = w.work_id)
+            OR EXISTS (SELECT 1 FROM durable_work_permit p
+                        WHERE p.scope_id = w.scope_id AND p.work_id = w.work_id)
+            OR EXISTS (SELECT 1 FROM durable_work_quarantine q
+                        WHERE q.scope_id = w.scope_id AND q.work_id = w.work_id))
 )
 SELECT (SELECT count(*) FROM victims),
        (SELECT count(*) FROM durable_work_permit p JOIN victims v USING (scope_id, work_id)),
