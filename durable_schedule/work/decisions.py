@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from durable_schedule.errors import DurableError, UnknownWorkDefinition
@@ -77,6 +78,9 @@ class Reconcile:
     definition: WorkDefinition
     permit_no: int
     permit_attempt: int
+    #: The database instant the reconciliation lease was taken: its renewals are capped by the
+    #: maximum lease lifetime counted from here, for every permit judged under that lease.
+    started_at: datetime
 
 
 Action = Invoke | Reconcile | None
@@ -292,4 +296,5 @@ def start_reconciliation(cur, routing_id: int, row: WorkRow, owner: str, tally: 
         lease_generation=row.lease_generation + 1, dispatch="upsert", dispatch_due_at=expires,
         dispatch_owner=owner, dispatch_expires_at=expires,
     )
-    return Reconcile(routing_id, leased, definition, row.open_permit_no, row.open_permit_attempt)
+    return Reconcile(routing_id, leased, definition, row.open_permit_no, row.open_permit_attempt,
+                     row.now)
