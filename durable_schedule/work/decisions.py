@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from durable_schedule.errors import DurableError, UnknownWorkDefinition
@@ -77,6 +78,9 @@ class Reconcile:
     definition: WorkDefinition
     permit_no: int
     permit_attempt: int
+    #: The database instant the reconciliation lease was taken: its renewals are capped by the
+    #: maximum lease lifetime counted from here, for every permit judged under that lease.
+    started_at: datetime
 
 
 Action = Invoke | Reconcile | None
@@ -117,11 +121,20 @@ def after_failure(cur, row: WorkRow, actor: str, *, error: dict, tally: Counter,
                   detail: dict[str, Any] | None = None, **changes: Any) -> WorkRow:
     """Attempt ``row.attempt`` failed (or was lost without effect): schedule the next attempt
     (next planned slot, or legacy backoff from now) or close admission for good."""
+    failed = row.attempt
+    if failed < 1:
+        # The attempt that failed or was lost is counted, so the counter is at least 1; only
+        # a hand-edited row (``running`` with attempt 0: the store allows it) has less. The
+        # counter is repaired to the attempt of the unresolved permit (at least 1), said in the
+        # history row, instead of a DS406 out of every pass that claims the row.
+        failed = max(row.open_permit_attempt or 0, 1)
+        detail = {**(detail or {}), "attempt_repaired": {"from": row.attempt, "to": failed}}
+        changes["attempt"] = failed
     reason = row.closed_reason
     due = None
     if reason is None:
         due, reason = next_retry_due(policy=row.policy, accepted_at=row.accepted_at,
-                                     failed_attempt=row.attempt, now=row.now,
+                                     failed_attempt=failed, now=row.now,
                                      deadline=row.execution_deadline)
     common = dict(actor=actor, resolve=resolve, lease_owner=None, lease_expires_at=None,
                   last_error=dumps(error), **changes)
@@ -283,4 +296,5 @@ def start_reconciliation(cur, routing_id: int, row: WorkRow, owner: str, tally: 
         lease_generation=row.lease_generation + 1, dispatch="upsert", dispatch_due_at=expires,
         dispatch_owner=owner, dispatch_expires_at=expires,
     )
-    return Reconcile(routing_id, leased, definition, row.open_permit_no, row.open_permit_attempt)
+    return Reconcile(routing_id, leased, definition, row.open_permit_no, row.open_permit_attempt,
+                     row.now)

@@ -304,12 +304,13 @@ def _apply_verdict(cur, action: Reconcile, row: WorkRow, verdict: Verdict | None
     if isinstance(verdict, NotApplied):
         resolve = (permit, "not_applied", "reconciler")
         if row.open_permits > 1:
-            # Another admitted effect is still uncertain: judge it next, under the same lease.
+            # Another admitted effect is still uncertain: judge it next, under the same lease
+            # and the same lifetime cap, counted from the reconciliation's start.
             transition(cur, row, event="reconciled_not_applied", actor=owner, detail=detail,
                        resolve=resolve)
             again = lock_leased(cur, row.id, owner, row.lease_generation)
             return Reconcile(action.routing_id, again, action.definition, again.open_permit_no,
-                             again.open_permit_attempt)
+                             again.open_permit_attempt, action.started_at)
         row = after_failure(cur, row, owner, tally=tally, cause="reconciled_not_applied",
                             resolve=resolve, detail=detail, error=error_detail(
                                 code="not_applied",

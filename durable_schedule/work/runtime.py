@@ -265,14 +265,16 @@ def context(action: Invoke | Reconcile, opts: Options, origin: float, *,
         permit_no=action.permit_no, deadline=row.execution_deadline, due_at=row.due_at,
         admitted_at=row.now, lease_owner=opts.owner, lease_generation=row.lease_generation,
         lease_expires_at=row.lease_expires_at, reconciling=reconciling,
-        renewer=partial(_renew, action.routing_id, row.id, reconciling, opts.using),
+        renewer=partial(_renew, action.routing_id, row.id,
+                        action.started_at if reconciling else None, opts.using),
         budget_origin=origin,
     )
 
 
-def _renew(routing_id: int, work_ref: int, reconciling: bool, using: str,
+def _renew(routing_id: int, work_ref: int, reconciliation_start: datetime | None, using: str,
            ctx: WorkContext) -> tuple[datetime, datetime]:
-    """Extend the lease through the guarded SQL; capped as docs/protocol/work.md says."""
+    """Extend the lease through the guarded SQL; capped as docs/protocol/work.md says.
+    ``reconciliation_start``: for a reconciliation lease, the instant it was taken."""
     with routed_block(routing_id, using) as (cur, scope_id):
         row = None
         if scope_id is not None:
@@ -281,13 +283,14 @@ def _renew(routing_id: int, work_ref: int, reconciling: bool, using: str,
             raise LeaseLost("the lease was taken over; stop working on this attempt",
                             work_id=str(ctx.work_id))
         retry = row.policy.retry
-        if reconciling:
+        if reconciliation_start is not None:
             # Not capped by the deadline (reconciliation may run after it), but by the maximum
-            # lease lifetime counted from the reconciliation's start (``ctx.admitted_at``), as
-            # an attempt's lease is from its start: a reconciler that never returns stops
-            # being renewed, is cancelled at its lease end (an async one fails with DS226: the
-            # Work is suspended for an operator) and the lease can be taken over.
-            expires = lease_expiry(row.now, retry.lease_duration, ctx.admitted_at,
+            # lease lifetime counted from the reconciliation's start, as an attempt's lease is
+            # from its start -- one cap for every permit judged under this lease: a reconciler
+            # that never returns stops being renewed, is cancelled at its lease end (an async
+            # one fails with DS226: the Work is suspended for an operator) and the lease can be
+            # taken over.
+            expires = lease_expiry(row.now, retry.lease_duration, reconciliation_start,
                                    retry.maximum_lease_lifetime, None)
         else:
             expires = lease_expiry(row.now, retry.lease_duration, row.attempt_started_at,

@@ -69,8 +69,11 @@ Verdict = Applied | NotApplied | Unknown
 
 
 def verdict(value: object) -> Verdict | None:
-    """A reconciler's return value as a verdict; the bare classes are accepted as instances.
+    """A reconciler's return value as a verdict; the bare classes (all three) are accepted as
+    their instances without arguments: ``Applied`` as ``Applied()``, a success without result.
     None when the value is no verdict at all (the runtime then treats it as Unknown)."""
+    if value is Applied:
+        return Applied()
     if value is NotApplied:
         return NotApplied()
     if value is Unknown:

@@ -41,3 +41,19 @@ def test_process_work__a_bad_argument_is_refused_before_the_database_is_touched(
     with pytest.raises(CommandError, match=r"process_work: DS\d{3}: "):
         call_command("process_work", *args, stdout=StringIO())
     assert touched == []
+
+
+def test_process_work__call_command_callers_still_get_a_keyboard_interrupt(clock, define):
+    """docs/operations.md "Stopping": the one line and exit status 130 of an interrupted run are
+    the command line's (tests/runner/test_bounded_pass_ctrl_c.py); a program running the pass
+    through ``call_command`` is interrupted itself, never handed an error it might swallow."""
+    d = define("t.cmd_interrupt")
+
+    @d.executor
+    def interrupt(ctx, payload):
+        raise KeyboardInterrupt
+
+    work_id = d.enqueue(scope="tenant-a", command="c", idempotency_key="k", payload={}).work_id
+    with pytest.raises(KeyboardInterrupt):
+        call_command("process_work", "--no-heartbeat", stdout=StringIO())
+    assert work_row(work_id, "state") == ("running",)

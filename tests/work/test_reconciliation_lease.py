@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 
 from durable_schedule import work
 from tests.conftest import T0
@@ -96,3 +97,55 @@ def test_reconciliation_lease__a_capped_lease_is_taken_over_and_the_late_verdict
     # The late verdict is kept as evidence only (test_review12e_fenced_reconciliation.py).
     assert history(work_id) == ["accepted", "admitted", "reconciling", "reconciling",
                                 "suspended", "reconciliation_fenced"]
+
+
+def test_reconciliation_lease__one_cap_for_every_permit_judged_under_it(clock, define):
+    """Several unresolved permits are judged one after the other under one reconciliation lease
+    (a NotApplied verdict hands the next one over): the maximum lease lifetime bounds the whole
+    reconciliation, counted from its start. Before, each further judgment was capped from its
+    own start, so one reconciliation could hold its lease for several lifetimes."""
+    judged = []
+
+    def reconcile(ctx, payload):
+        judged.append(ctx.permit_no)
+        if ctx.permit_no == 2:  # the most recent first: one minute, then no effect
+            clock.advance(MIN)
+            judged.append(ctx.renew())
+            return work.NotApplied()
+        for _ in range(3):
+            clock.advance(MIN)
+            judged.append((ctx.renew(), ctx.cancelled.is_set()))
+        return work.Unknown("the provider did not answer")
+
+    d = define("t.rec_lease_chain", policy=work.ExecutionPolicy(RETRY))
+
+    @d.executor
+    def execute(ctx, payload):
+        raise Crash
+
+    d.reconciler(reconcile)
+    work_id = d.enqueue(scope="tenant-a", command="c", idempotency_key="k", payload={}).work_id
+    with pytest.raises(Crash):  # two lost attempts of an idempotent Work: both permits
+        run_pass()              # unresolved
+    clock.advance(MIN)
+    assert run_pass().retried == 1  # recovered; the retry is due 10 s later
+    clock.advance(timedelta(seconds=10))
+    with pytest.raises(Crash):
+        run_pass()
+    clock.advance(MIN)
+    assert work_row(work_id, "state", "attempt") == ("running", 2)
+    assert permits(work_id) == [(1, 1, None, None), (2, 2, None, None)]
+    with connection.cursor() as cur:  # by SQL: the Work's effect must now be reconciled first
+        cur.execute("update durable_work set provider_safety = 'reconcile_before_retry'"
+                    " where work_id = %s", [work_id])
+    start = T0 + 2 * MIN + 10 * timedelta(seconds=1)  # the reconciliation lease is taken here
+    assert work_row(work_id, "lease_expires_at") == (start,)
+    counts = run_pass()
+    # Capped at start + 3 min for both judgments: permit 1's renewals at +3 and +4 min grant
+    # nothing and signal the end (before: its cap was counted from +1 min, it ran to +4 min).
+    assert judged == [2, start + 2 * MIN, 1, (start + 3 * MIN, False),
+                      (start + 3 * MIN, True), (start + 3 * MIN, True)]
+    assert counts.suspended == 1
+    assert permits(work_id) == [(1, 1, None, None), (2, 2, "not_applied", "reconciler")]
+    assert work_row(work_id, "state", "suspension_reason") == (
+        "suspended", "reconciliation_unknown")

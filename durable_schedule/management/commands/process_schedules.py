@@ -9,7 +9,8 @@ schedule (its target queue is not listed, DS244) does not fail the pass: it is c
 ``held`` and named on stderr, and the run exits 0 (docs/operations.md "Held schedules"). A transient
 database error is retried (rollback, 3 retries, 250 ms -> 500 ms -> 1 s) before a pass fails;
 ``--max-schedules`` bounds a pass with its retries together, and its printed counts are those
-of every attempt.
+of every attempt. Ctrl-C ends a run with one line on stderr and exit status 130
+(docs/operations.md "Stopping").
 ``--loop`` runs passes until SIGTERM/SIGINT (durable_schedule.runner: NOTIFY wake-up, quarantine
 of unevaluable rows, transient-error retry, daily partition maintenance, graceful stop, exit 0).
 """
@@ -31,12 +32,14 @@ from durable_schedule.processor.processor import (
     validate_pass_arguments,
 )
 from durable_schedule.runner import committed
-from durable_schedule.runner.cli import add_runner_arguments, positive_int
+from durable_schedule.runner.cli import InterruptibleCommand, add_runner_arguments, positive_int
 from durable_schedule.runner.pooler import check_prepared_statements
 
 
-class Command(BaseCommand):
+class Command(InterruptibleCommand, BaseCommand):
     help = "Process due schedules: bounded passes that turn due occurrences into accepted Work."
+    interrupted_leaves = ("the transaction in progress rolled back; the schedules this pass "
+                          "still held are taken again once their leases expire")
 
     def add_arguments(self, parser: CommandParser) -> None:
         add_runner_arguments(parser, lease_help=(
@@ -51,6 +54,7 @@ class Command(BaseCommand):
                                  "nothing (default 1; not with --loop)")
 
     def handle(self, *args, **options) -> None:
+        self.bounded_run = not options["loop"]  # Ctrl-C: one line and exit 130 (runner/cli.py)
         verbosity = options["verbosity"]
         owner = default_lease_owner() if options["lease_owner"] is None else options["lease_owner"]
         # None is "not given"; 0 given through call_command is refused below, not defaulted

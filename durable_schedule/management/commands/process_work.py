@@ -9,7 +9,8 @@ the pass it imports the ``work`` module of every installed app, so definitions i
 ``<app>/work.py`` are registered. Up to ``--batch`` rows are claimed and admitted per transaction
 and their outcomes group-committed; ``--concurrency N`` runs N executors at once (docs/work.md
 "Batched Work" and "Concurrency"). Prints the pass's counts (``-v 0`` prints nothing); exits 0, or
-non-zero with the diagnostic code when the pass fails. ``--loop`` runs passes until SIGTERM or
+non-zero with the diagnostic code when the pass fails; Ctrl-C ends it with one line on stderr and
+exit status 130 (docs/operations.md "Stopping"). ``--loop`` runs passes until SIGTERM or
 SIGINT (durable_schedule.runner: NOTIFY wake-up, transient-error retry, graceful stop, exit 0).
 """
 
@@ -22,7 +23,13 @@ from durable_schedule import work
 from durable_schedule.errors import DurableError
 from durable_schedule.observability.logs import print_stop_summary
 from durable_schedule.runner import committed
-from durable_schedule.runner.cli import add_runner_arguments, positive_int, seconds, whole_number
+from durable_schedule.runner.cli import (
+    InterruptibleCommand,
+    add_runner_arguments,
+    positive_int,
+    seconds,
+    whole_number,
+)
 from durable_schedule.runner.pooler import check_prepared_statements
 from durable_schedule.work import passes as work_passes
 from durable_schedule.work.passes import validate_concurrency, validate_pass_arguments
@@ -35,8 +42,11 @@ from durable_schedule.work.sizing import (
 )
 
 
-class Command(BaseCommand):
+class Command(InterruptibleCommand, BaseCommand):
     help = "Execute due Work: one bounded pass (claim, admit, invoke, record the outcome)."
+    interrupted_leaves = ("an attempt in progress records no outcome and is recovered after its "
+                          "lease; admitted attempts not started were handed back and "
+                          "unprocessed claims released")
 
     def add_arguments(self, parser: CommandParser) -> None:
         add_runner_arguments(parser, lease_help=(
@@ -68,6 +78,7 @@ class Command(BaseCommand):
                                  "given (docs/work.md \"Queues and priorities\")")
 
     def handle(self, *args, **options) -> None:
+        self.bounded_run = not options["loop"]  # Ctrl-C: one line and exit 130 (runner/cli.py)
         try:
             # every argument before the database is touched: a refused run changes nothing
             validate_pass_arguments(options["max_items"], options["batch"],
