@@ -15,6 +15,7 @@ lease ended (docs/work.md "The local lease budget").
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -59,10 +60,16 @@ def _stalls_from_environment() -> dict[str, float]:
         if name not in ALL:
             raise RuntimeError(f"DURABLE_SCHEDULE_STALL_AT names an unknown barrier: {name!r}")
         try:
-            stalls[name] = float(seconds)
+            stall = float(seconds)
         except ValueError:
             raise RuntimeError(
                 f"DURABLE_SCHEDULE_STALL_AT: {item!r} is not <name>=<seconds>") from None
+        if not math.isfinite(stall) or stall < 0:
+            # time.sleep refuses a negative or NaN length at the barrier, inside the pass's
+            # transaction, and never returns from an infinite one: refused here instead.
+            raise RuntimeError(f"DURABLE_SCHEDULE_STALL_AT: {item!r}: the seconds must be a "
+                               "finite number, zero or more")
+        stalls[name] = stall
     return stalls
 
 

@@ -45,7 +45,7 @@ from durable_schedule.barriers import (
     SCHEDULE_WORK_AFTER_ACCEPTANCE,
     barrier,
 )
-from durable_schedule.errors import SchemaBelowFloor, SchemaMissing
+from durable_schedule.errors import DurableError, SchemaBelowFloor, SchemaMissing
 from durable_schedule.evaluation.decision import Decision
 from durable_schedule.frozen import maker
 from durable_schedule.processor import lifecycle as hooks
@@ -293,11 +293,18 @@ class _Batch:
             d, dec = item.d, item.decision
             item.identity = _identity(scope_id, d.schedule_id, d.generation, dec.action,
                                       dec.first, None, None)
-            if not works.add(item.schedule_id, item.identity, dec.last, d.target_json,
-                             key=item.target_text):
-                # Its payload would take the batch's templates past their budget (a jsonb
-                # parameter PostgreSQL would refuse): nothing is written for it here, it is
-                # processed alone after the commit (batch_work.TEMPLATE_BYTES_BUDGET).
+            try:
+                added = works.add(item.schedule_id, item.identity, dec.last, d.target_json,
+                                  key=item.target_text)
+            except DurableError:
+                # Its stored target makes no Work request (a queue no longer listed, DS244:
+                # held; a payload refused: quarantined): nothing is written for it here, it
+                # is processed alone after the commit, where the single bridge refuses it as
+                # it always does, and the batch commits without it.
+                added = False
+            if not added:
+                # (Or its payload would take the batch's templates past their budget, a jsonb
+                # parameter PostgreSQL would refuse: batch_work.TEMPLATE_BYTES_BUDGET.)
                 left_out.add(item.schedule_id)
                 self.result.deferred.append(item.claim)
         if left_out:

@@ -310,6 +310,11 @@ class _Pass:
                     "schedule.batch", partial(process_batch, group, self.owner, using=self.using),
                     identity={"routing_id": group[0].routing_id, "batch": len(group)})
             except Exception as exc:
+                if is_connection_loss(exc):
+                    # The database is unreachable (after the batch's retries): every schedule
+                    # alone would fail the same way, each after its own retries. The pass ends
+                    # here (docs/operations.md "Failover and database outages").
+                    raise
                 # The batch rolled back whole (after its retries, for a transient error): every
                 # schedule of it is processed alone, with its own retries, so the one that
                 # failed fails alone -- named, with its phase -- and the others make progress.
@@ -341,8 +346,8 @@ class _Pass:
                     # (docs/protocol/runner.md).
                     outcome = quarantine_claim(one, self.owner, exc, using=self.using)
         except _OWN_ERRORS as exc:
-            if is_transient(exc):
-                raise
+            if is_transient(exc) or is_connection_loss(exc):
+                raise  # not this schedule's own error: a lost database ends the pass
             if self.failure is None:
                 self.failure = exc
             log.warning("schedule %s (routing id %s) failed, the pass goes on: %s",
@@ -374,5 +379,12 @@ def _groups(claims: list[Claim], size: int) -> list[list[Claim]]:
 def is_transient(exc: BaseException) -> bool:
     """The runner's classification (runner/retry.py): a retry of the pass may cure it."""
     from durable_schedule.runner.retry import is_transient as classify
+
+    return classify(exc)
+
+
+def is_connection_loss(exc: BaseException) -> bool:
+    """The database is unreachable, also behind RetriesExhausted (runner/outage.py)."""
+    from durable_schedule.runner.outage import is_connection_loss as classify
 
     return classify(exc)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from typing import NoReturn
 
 import psycopg
 from django.db import DatabaseError, connections, transaction
@@ -322,6 +323,16 @@ def _wrong_role(exc: DatabaseError) -> WrongRole | None:
     return None
 
 
+def _reraise(exc: DatabaseError) -> NoReturn:
+    """DS302 (from the database error) for a wrong role, else the database error itself, its
+    cause kept: ``raise exc from exc`` would make the error its own cause and hide the psycopg
+    error under it, and with it the SQLSTATE the retry and outage classifications read."""
+    wrong = _wrong_role(exc)
+    if wrong is not None:
+        raise wrong from exc
+    raise exc
+
+
 @contextmanager
 def scoped(scope_id: str, *, using: str | None = None, create: bool = True) -> Iterator[object]:
     """Run the block as ``durable_runtime`` with the local scope set; yields a raw cursor.
@@ -344,7 +355,7 @@ def scoped(scope_id: str, *, using: str | None = None, create: bool = True) -> I
             try:
                 cur.execute(_ENTER_SCOPE if create else _ENTER_SCOPE_TO_READ, [scope_id])
             except DatabaseError as exc:
-                raise (_wrong_role(exc) or exc) from exc
+                _reraise(exc)
         previous_role, previous_scope = cur.fetchone()
         yield cur
         try:
@@ -400,7 +411,7 @@ def routed(routing_id: int, *, using: str | None = None) -> Iterator[tuple[objec
         try:
             cur.execute(_ENTER_ROUTED, [int(routing_id)])
         except DatabaseError as exc:
-            raise (_wrong_role(exc) or exc) from exc
+            _reraise(exc)
         scope_id = cur.fetchone()[0]
         yield cur, scope_id
         _leave_if_nested(cur, nested)
@@ -433,7 +444,7 @@ def routed_pipelined(routing_id: int, statements: list[tuple[str, object]], *,
                                                                    strict=True):
                             statement_cursor.execute(sql, params)
             except DatabaseError as exc:
-                raise (_wrong_role(exc) or exc) from exc
+                _reraise(exc)
             scope_id = cur.fetchone()[0]
             if pg is None:
                 rows = []
@@ -486,7 +497,7 @@ def routed_batch(*, using: str | None = None,
             try:
                 cur.execute(_OWN_ROLE_THEN_RUNTIME, [RUNTIME_ROLE])
             except DatabaseError as exc:
-                raise (_wrong_role(exc) or exc) from exc
+                _reraise(exc)
             own_role[0], _, user = cur.fetchone()
             if user != RUNTIME_ROLE:
                 raise WrongRole(f"expected to run as {RUNTIME_ROLE}, current_user is {user}")
@@ -501,7 +512,7 @@ def routed_batch(*, using: str | None = None,
                 cur.execute(_OWN_ROLE_THEN_ROUTED if first else _ENTER_ROUTED,
                             [int(routing_id)])
             except DatabaseError as exc:
-                raise (_wrong_role(exc) or exc) from exc
+                _reraise(exc)
             row = cur.fetchone()
             if first:
                 own_role[0] = row[0]
@@ -564,7 +575,7 @@ def dispatcher_transaction(*, using: str | None = None,
                                          [DISPATCHER_ROLE])
                         cur.execute(*first)
                 except DatabaseError as exc:
-                    raise (_wrong_role(exc) or exc) from exc
+                    _reraise(exc)
                 _, user = role_cur.fetchone()
             if user != DISPATCHER_ROLE:
                 raise WrongRole(f"expected to run as {DISPATCHER_ROLE}, current_user is {user}")
@@ -578,7 +589,7 @@ def _set_role(cur, role: str) -> None:
     try:
         cur.execute(_ENTER_DISPATCHER + ", current_user", [role])
     except DatabaseError as exc:
-        raise (_wrong_role(exc) or exc) from exc
+        _reraise(exc)
     _, user = cur.fetchone()
     if user != role:
         raise WrongRole(f"expected to run as {role}, current_user is {user}")
