@@ -73,10 +73,11 @@ _GAP_INSTANTS = 10_000
 def shortest_cron_gap(spec: Cron, at_most: timedelta | None = None,
                       start: datetime | None = None) -> timedelta | None:
     """The shortest gap between consecutive instants of ``spec`` in the year after ``start``
-    (default: the process clock, for a caller without a database), or None when it has fewer than two instants there. Stops early at a gap of
-    ``at_most`` or less (the caller refuses that jitter anyway). An ``H`` expression without
-    its schedule's seed (``validate`` without an identity) is read with seed 0, an
-    approximation: ``H`` moves the instants, and where a DST shift meets them their spacing."""
+    (default: the process clock, for a caller without a database), or None when it has fewer
+    than two instants there. Stops early at a gap of ``at_most`` or less (the caller refuses
+    that jitter anyway). An ``H`` expression without its schedule's seed (``validate`` without
+    an identity) is read with seed 0, an approximation: ``H`` moves the instants, and where a
+    DST shift meets them their spacing."""
     if spec.pattern.uses_h and spec.h_seed is None:
         spec = Cron(spec.expression, spec.tz, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold,
                     h_seed=0)
