@@ -200,7 +200,8 @@ class JitterPastDeadline(InvalidJitter):
 class TriggerSlotBusy(ScheduleError):
     code = "DS150"
     next_action = (
-        "The schedule's previous Work still holds the slot and its overlap policy lets only one"
+        "The schedule's previous Work still holds the slot (or a pending coalesced or buffered"
+        " occurrence waits to run first) and its overlap policy lets only one"
         " run at a time: retry the trigger (same request id) once it finished, or use overlap "
         "allow_all."
     )

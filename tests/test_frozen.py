@@ -23,7 +23,7 @@ LINK = WorkLink(uuid.UUID(int=7), "schedule:s:1:nominal:x", "occurrence:x", "x")
 #: One value per field of each class the batched pass builds with maker(), in field order.
 SAMPLES = {
     Claim: (3, "s-1", 9),
-    Decision: ("nominal", T, T, 1, T, T + timedelta(hours=1), None, {"count": 1}, None),
+    Decision: ("nominal", T, T, 1, T, T + timedelta(hours=1), None, {"count": 1}, None, None),
     OccurrenceIdentity: ("scope", "s-1", 2, "nominal", T, None, None),
     WorkLink: (uuid.UUID(int=7), "schedule:s:1:nominal:x", "occurrence:x", "x"),
     Bridged: (LINK, True, None),

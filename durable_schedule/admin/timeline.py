@@ -276,8 +276,9 @@ def reissue_possible(schedule: ScheduleDefinition) -> bool:
 def run_now_allowed(schedule: ScheduleDefinition) -> bool:
     """Whether ``schedules.trigger`` would accept a run now under the active generation's
     overlap policy (``evaluation/overlap.py``'s one rule): the slot -- the Work of the latest
-    linked occurrence, as the API reads it -- is free and, for ``buffer_all``, no buffered
-    instant waits; always under ``allow_all``. The detail page offers *Run now…* only then,
+    linked occurrence, as the API reads it -- is free and no buffered instant
+    (``buffer_all``) or pending coalesced occurrence (``queue_one``) waits; always under
+    ``allow_all``. The detail page offers *Run now…* only then,
     never an action the API would refuse with DS150 (a race with the runner is still refused
     on the confirmation page, writing nothing)."""
     from durable_schedule.evaluation.overlap import trigger_allowed
@@ -292,8 +293,11 @@ def run_now_allowed(schedule: ScheduleDefinition) -> bool:
     occupied = latest is not None and Work.objects.filter(
         scope_id=schedule.scope_id, work_id=latest).exclude(
         state__in=TERMINAL_WORK_STATES).exists()
+    coalesced = active.overlap_policy == "queue_one" and Occurrence.objects.filter(
+        scope_id=active.scope_id, schedule_id=active.schedule_id, generation=active.generation,
+        state="pending", kind="coalesced").exists()
     return trigger_allowed(active.overlap_policy, occupied=occupied,
-                           buffered=_buffered(active) or 0)
+                           buffered=_buffered(active) or 0, coalesced=int(coalesced))
 
 
 def _unevaluable(generation: ScheduleGeneration) -> bool:

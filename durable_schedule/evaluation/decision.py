@@ -132,6 +132,10 @@ class Decision:
     #: overlap policy ``skip`` while the slot is held) or ``"buffer_overflow"`` (``buffer_all``
     #: with a full buffer); what ``missed`` counts it under.
     skip_cause: str | None = None
+    #: For ``buffer``: the kind the occurrence would have had running at once (``nominal``, or
+    #: ``recovery`` for a missed range or an instant that fell while paused, under misfire
+    #: ``run_once``), decided before the overlap policy turned the action into ``buffer``.
+    buffer_kind: str | None = None
 
     @property
     def produces_work(self) -> bool:
@@ -143,10 +147,11 @@ class Decision:
         """The persisted occurrence kind (``nominal``/``recovery``/``coalesced``), if any.
 
         A ``skipped`` range is a ``recovery`` occurrence written in state ``skipped``; a
-        ``buffer`` occurrence has the kind it would have had running at once.
+        ``buffer`` occurrence has the kind it would have had running at once (``buffer_kind``:
+        a single instant that fell while paused is ``recovery``, as it is unbuffered).
         """
         if self.action == "buffer":
-            return "nominal" if self.count == 1 else "recovery"
+            return self.buffer_kind
         return _OCCURRENCE_KIND.get(self.action)
 
 
@@ -296,6 +301,7 @@ def decide(
         action = "skipped"
     # Rule 4: the overlap policy (queue_one keeps at most one queued occurrence behind the
     # occupied slot; skip skips; allow_all has no slot).
+    unbuffered = action
     action, cause = overlap_policy.apply(action, overlap, occupied=slot.occupied,
                                          pending=pending_last is not None, buffered=buffered,
                                          buffer_limit=buffer_limit)
@@ -308,4 +314,5 @@ def decide(
         found = counted_to_the_end(spec, found)
         evidence["count"], evidence["count_exact"] = found.count, True
     return Decision(action, found.first, found.last, found.count, found.last,
-                    following(found.last, used), evidence=evidence, skip_cause=cause)
+                    following(found.last, used), evidence=evidence, skip_cause=cause,
+                    buffer_kind=unbuffered if action == "buffer" else None)

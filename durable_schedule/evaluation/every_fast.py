@@ -42,7 +42,8 @@ _VERSION = EVALUATOR_VERSIONS["every"]
 _MISFIRE = ("run_once", "skip")
 _OVERLAP = ("queue_one", "skip", "allow_all")
 #: ``Decision(action, first, last, count, new_cursor, next_due, suspend_reason, evidence,
-#: skip_cause)``, every field given (durable_schedule/frozen.py).
+#: skip_cause, buffer_kind)``, every field given (durable_schedule/frozen.py); never
+#: ``buffer`` here (``buffer_all`` is not a fast-path policy), so ``buffer_kind`` is None.
 _decision = maker(Decision)
 
 
@@ -90,7 +91,7 @@ def decide_every(spec: object, accepted_at: datetime, cursor: datetime, cutoff: 
     if hi <= lo or hi < base or (hi - base) // step < k0:
         # Rule 1: nothing in (cursor, cutoff]; next_due is the first instant after the cursor.
         return _decision("noop", None, None, 0, cursor, _from_us(base + k0 * step), None, None,
-                         None)
+                         None, None)
     k1 = (hi - base) // step
     first_us, last_us, count = base + k0 * step, base + k1 * step, k1 - k0 + 1
     first, last = _from_us(first_us), _from_us(last_us)
@@ -113,7 +114,7 @@ def decide_every(spec: object, accepted_at: datetime, cursor: datetime, cutoff: 
     if lateness_us > window_us:
         # Rule 2: a clock jump or a long outage.
         return _decision("suspend", first, last, count, cursor, first, "clock_jump", evidence,
-                         None)
+                         None, None)
     # Rule 3, then rule 4 (overlap.apply with nothing pending and nothing buffered).
     cause = None
     if count == 1:
@@ -129,4 +130,4 @@ def decide_every(spec: object, accepted_at: datetime, cursor: datetime, cutoff: 
             action, cause = "skipped", "overlap"
     # The first grid instant after ``last`` (timeline.next_instant_after) is the next one.
     return _decision(action, first, last, count, last, _from_us(last_us + step), None,
-                     evidence, cause)
+                     evidence, cause, None)

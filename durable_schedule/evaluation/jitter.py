@@ -1,4 +1,5 @@
-"""Deterministic jitter (docs/schedules.md "Jitter"). Pure functions: no database, no clock.
+"""Deterministic jitter (docs/schedules.md "Jitter"). Pure functions: no database; the caller
+passes the time a ``Cron``'s gaps are read from.
 
 A generation may carry ``jitter``: the Work of each nominal occurrence is then due at its nominal
 instant plus an offset in ``[0, jitter)``. The offset is a function of the occurrence identity
@@ -27,10 +28,15 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def validate(jitter: object, spec: object,
-             identity: tuple[str, str] | None = None) -> timedelta | None:
+             identity: tuple[str, str] | None = None,
+             start: datetime | None = None) -> timedelta | None:
     """``jitter`` checked against ``spec`` (DS149): positive, below an ``Every`` interval or the
-    shortest gap of a ``Cron`` (:func:`shortest_cron_gap`). ``identity`` (scope, schedule id)
-    gives an ``H`` expression the seed its schedule will run with."""
+    shortest gap of a ``Cron`` (:func:`shortest_cron_gap`) in the year after ``start``.
+    ``identity`` (scope, schedule id) gives an ``H`` expression the seed its schedule will run
+    with. ``create`` and ``update`` pass their transaction time (the database clock seam,
+    ``durable_schedule_clock``) as ``start``; only ``declare``, which runs at import time
+    without a database, leaves it to the process clock, and ``sync_schedules`` checks again
+    on the database clock through ``create`` / ``update``."""
     if jitter is None:
         return None
     if not isinstance(jitter, timedelta):
@@ -46,7 +52,7 @@ def validate(jitter: object, spec: object,
         # Fewer than two instants in the year ahead: the gap is at least the year.
         if identity is not None and spec.pattern.uses_h and spec.h_seed is None:
             spec = with_seed(spec, *identity)
-        gap = shortest_cron_gap(spec, jitter) or _GAP_HORIZON
+        gap = shortest_cron_gap(spec, jitter, start) or _GAP_HORIZON
         if jitter >= gap:
             raise InvalidJitter("jitter must be shorter than the gap between the expression's"
                                 " instants", field="jitter", value=str(jitter),
@@ -67,10 +73,11 @@ _GAP_INSTANTS = 10_000
 def shortest_cron_gap(spec: Cron, at_most: timedelta | None = None,
                       start: datetime | None = None) -> timedelta | None:
     """The shortest gap between consecutive instants of ``spec`` in the year after ``start``
-    (default: now), or None when it has fewer than two instants there. Stops early at a gap of
-    ``at_most`` or less (the caller refuses that jitter anyway). An ``H`` expression without
-    its schedule's seed (``validate`` without an identity) is read with seed 0, an
-    approximation: ``H`` moves the instants, and where a DST shift meets them their spacing."""
+    (default: the process clock, for a caller without a database), or None when it has fewer
+    than two instants there. Stops early at a gap of ``at_most`` or less (the caller refuses
+    that jitter anyway). An ``H`` expression without its schedule's seed (``validate`` without
+    an identity) is read with seed 0, an approximation: ``H`` moves the instants, and where a
+    DST shift meets them their spacing."""
     if spec.pattern.uses_h and spec.h_seed is None:
         spec = Cron(spec.expression, spec.tz, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold,
                     h_seed=0)

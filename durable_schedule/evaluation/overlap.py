@@ -62,7 +62,9 @@ def apply(action: str, overlap: str, *, occupied: bool, pending: bool, buffered:
     return action, None
 
 
-def trigger_allowed(overlap: str, *, occupied: bool, buffered: int = 0) -> bool:
-    """Whether a manual run (``trigger``) may start now: the slot is free (and, for
-    ``buffer_all``, no buffered instant waits to run first), or there is no slot."""
-    return overlap == "allow_all" or not (occupied or buffered)
+def trigger_allowed(overlap: str, *, occupied: bool, buffered: int = 0,
+                    coalesced: int = 0) -> bool:
+    """Whether a manual run (``trigger``) may start now: the slot is free and nothing queued
+    waits to run first (``buffer_all``: no buffered instant; ``queue_one``: no pending
+    coalesced occurrence, which keeps its place in the order), or there is no slot."""
+    return overlap == "allow_all" or not (occupied or buffered or coalesced)

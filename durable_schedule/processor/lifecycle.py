@@ -55,6 +55,16 @@ def buffered_count(cur, d: Definition) -> int:
         "generation": d.generation}).fetchone()[0]
 
 
+def coalesced_count(cur, d: Definition) -> int:
+    """``queue_one``: 1 when the active generation's pending coalesced occurrence waits to run,
+    else 0 (0 for any other policy, without a query)."""
+    if d.overlap != "queue_one":
+        return 0
+    return run_lifecycle(cur, "count_coalesced", {
+        "scope_id": d.scope_id, "schedule_id": d.schedule_id,
+        "generation": d.generation}).fetchone()[0]
+
+
 def jitter_offset(d: Definition, kind: str, first: datetime) -> int | None:
     """The persisted jitter offset of a new occurrence (None: the generation has no jitter).
     Only nominal occurrences are jittered: recovery and coalesced ones are late already."""

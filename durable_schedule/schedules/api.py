@@ -201,9 +201,11 @@ def create(
     window = check.safety_window(safety_window)
     actor = check.actor(actor)
     bounds = Bounds(start_at=start_at, end_at=end_at, max_runs=max_runs)
-    jitter = _jitter(jitter, spec, target_json, (scope, schedule_id))
     with scoped(scope) as cur:
         accepted = records.transaction_clock(cur)
+        # A Cron's gaps are read in the year after the acceptance: the database clock, like
+        # every instant of the schedule (a refusal rolls the transaction back, nothing written).
+        jitter = _jitter(jitter, spec, target_json, (scope, schedule_id), accepted)
         spec = bind_spec(spec, scope, schedule_id, accepted)
         cursor = bounding.initial_cursor(accepted, accepted, bounds)
         due = _first_due(spec, accepted, cursor, bounds)
@@ -251,8 +253,10 @@ def _insert_generation(cur, scope, schedule_id, generation, spec, accepted, targ
 
 
 def _jitter(jitter: Any, spec: ScheduleSpec, target_json: dict[str, Any],
-            identity: tuple[str, str]) -> timedelta | None:
-    jitter = jittering.validate(jitter, spec, identity)
+            identity: tuple[str, str], start: datetime | None) -> timedelta | None:
+    """The checked jitter; ``start``: the transaction time a Cron's gaps are read from (None
+    only for ``declare``, at import time without a database; see ``jittering.validate``)."""
+    jitter = jittering.validate(jitter, spec, identity, start)
     check.jitter_within_deadline(jitter, target_json)
     policy = target_json.get("policy") if isinstance(target_json, dict) else None
     if jitter is not None and isinstance(policy, dict) and policy.get("plan") is not None:
@@ -348,7 +352,7 @@ def update(
                         end_at=d.end_at if end_at is _KEEP else end_at,
                         max_runs=d.max_runs if max_runs is _KEEP else max_runs)
         new_jitter = _jitter(d.jitter if jitter is _KEEP else jitter, spec, target_json,
-                             (scope, schedule_id))
+                             (scope, schedule_id), accepted)
         cursor = bounding.initial_cursor(accepted, d.cursor_utc, bounds)
         due = _first_due(spec, accepted, cursor, bounds)
         _deadline_fits(target_json, due)

@@ -16,7 +16,8 @@ first new instant when the slot is free and records the others skipped (counted 
 ``missed["overlap"]``); ``queue_one`` and ``buffer_all`` run one new instant per backfill and
 refuse a range of several (DS153) rather than running them side by side (a backfill does not
 fill the buffer). A held slot refuses ``queue_one``, ``skip`` and ``buffer_all`` backfills
-(DS150), and so do buffered instants still waiting, writing nothing.
+(DS150), and so do buffered instants (``buffer_all``) or a pending coalesced occurrence
+(``queue_one``) still waiting, writing nothing.
 """
 
 from __future__ import annotations
@@ -122,6 +123,12 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
             # buffer_all: the buffered instants run first, in order (see trigger()).
             raise TriggerSlotBusy("buffered instants wait to run first",
                                   schedule_id=schedule_id, overlap=d.overlap, buffered=waiting)
+        coalesced = hooks.coalesced_count(cur, d)
+        if new and coalesced:
+            # queue_one: the pending coalesced occurrence runs first (see trigger()).
+            raise TriggerSlotBusy("a coalesced occurrence waits to run first",
+                                  schedule_id=schedule_id, overlap=d.overlap,
+                                  coalesced=coalesced)
         if len(new) > 1 and d.overlap in ("queue_one", "buffer_all"):
             raise BackfillRefused(
                 f"{d.overlap} runs one instant at a time: backfill one instant per request, or "

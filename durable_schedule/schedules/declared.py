@@ -141,7 +141,9 @@ def declare(schedule_id: str, spec: ScheduleSpec, *, target: WorkTarget, scope: 
     target_json = check.target(target, scope)
     # create()'s own jitter check, target included: a jitter on a target with an attempt plan
     # (DS149) must fail here, at import time, not in the deploy's sync.
-    jitter = api._jitter(jitter, spec, target_json, (scope, schedule_id))
+    # No database at import time: a Cron's gaps are read from the process clock here, and
+    # sync_schedules checks them again on the database clock (create / update).
+    jitter = api._jitter(jitter, spec, target_json, (scope, schedule_id), None)
     decl = Declaration(
         scope=scope, schedule_id=schedule_id,
         spec=spec, target=target, overlap=overlap, misfire=misfire,

@@ -172,8 +172,10 @@ def trigger(scope: str, schedule_id: str, request_id: str, actor: str = "") -> T
     Idempotent: the same request id returns the same occurrence and Work (``created`` False),
     whatever happened since (a later pause, suspension, completion or delete included). The
     cursor does not move and ``max_runs`` does not count it. The overlap policy holds: with
-    ``queue_one`` or ``skip`` a run while the schedule's Work still holds the slot is refused
-    with ``TriggerSlotBusy`` (DS150, nothing written: retry with the same request id);
+    ``queue_one``, ``skip`` or ``buffer_all`` a run while the schedule's Work still holds the
+    slot -- or while a ``queue_one`` coalesced or ``buffer_all`` buffered occurrence waits to
+    run first -- is refused with ``TriggerSlotBusy`` (DS150, nothing written: retry with the
+    same request id);
     ``allow_all`` always runs. Active and paused schedules can be triggered with a new request
     id; others raise ``ScheduleNotTriggerable`` (DS151), a deleted one ``ScheduleDeleted``
     (DS107).
@@ -207,14 +209,18 @@ def trigger(scope: str, schedule_id: str, request_id: str, actor: str = "") -> T
         slot = run(cur, "lock_slot", key).fetchall()
         busy = [r[0] for r in slot if r[1] not in TERMINAL_WORK_STATES]
         waiting = hooks.buffered_count(cur, d)
-        if not overlapping.trigger_allowed(d.overlap, occupied=bool(busy), buffered=waiting):
-            # buffer_all: buffered instants run first, in order; a manual run beside them would
-            # overtake them (and the slot would no longer be the latest linked Work).
+        coalesced = hooks.coalesced_count(cur, d)
+        if not overlapping.trigger_allowed(d.overlap, occupied=bool(busy), buffered=waiting,
+                                           coalesced=coalesced):
+            # buffer_all: buffered instants run first, in order; queue_one: the pending
+            # coalesced occurrence does (a free slot beside it: paused, or its pass not run
+            # yet). A manual run before them would overtake them.
             raise TriggerSlotBusy("the schedule's previous Work still runs" if busy else
-                                  "buffered instants wait to run first",
+                                  "buffered instants wait to run first" if waiting else
+                                  "a coalesced occurrence waits to run first",
                                   schedule_id=schedule_id, overlap=d.overlap,
                                   slot_work_id=str(busy[0]) if busy else None,
-                                  buffered=waiting)
+                                  buffered=waiting, coalesced=coalesced)
         latest = hooks.run_lifecycle(cur, "latest_manual",
                                      {**key, "generation": d.generation}).fetchone()
         first = now if latest[0] is None or latest[0] < now else latest[0] + _ONE_US

@@ -10,6 +10,7 @@ from demo import schedule_targets
 from django.urls import reverse
 
 from durable_schedule import schedules
+from durable_schedule.errors import TriggerSlotBusy
 from durable_schedule.evaluation.cron import zones
 from durable_schedule.store.models import ScheduleDefinition
 from tests.admin.test_actions import confirm, messages_of
@@ -51,9 +52,9 @@ def offered(client, pk) -> list[str]:
 @pytest.mark.parametrize("overlap", ["queue_one", "skip", "buffer_all"])
 def test_run_now_is_not_offered_while_the_api_would_refuse_it(client, superuser, clock,
                                                               overlap):
-    """*Run now* while the slot is held (or, for buffer_all, while buffered instants wait)
-    is refused with DS150, so the detail page does not offer it then; it comes back as soon
-    as the API would accept it."""
+    """*Run now* while the slot is held (or, for buffer_all, while buffered instants wait; for
+    queue_one, while the pending coalesced occurrence does) is refused with DS150, so the
+    detail page does not offer it then; it comes back as soon as the API would accept it."""
     target = schedule_targets.report.target(payload={"report": "r"})
     schedules.create(SCOPE, "r", schedules.Every(TEN), target, overlap=overlap)
     pk = ScheduleDefinition.objects.get(scope_id=SCOPE, schedule_id="r").pk
@@ -61,11 +62,13 @@ def test_run_now_is_not_offered_while_the_api_would_refuse_it(client, superuser,
     assert "trigger" in offered(client, pk)
     run_pass(clock, T0 + TEN)  # 12:10 runs and holds the slot
     assert "trigger" not in offered(client, pk)
-    run_pass(clock, T0 + 2 * TEN)  # buffer_all: 12:20 waits behind it
+    run_pass(clock, T0 + 2 * TEN)  # buffer_all: 12:20 waits behind it; queue_one: coalesced
     [(work_id, _, *_)] = works()
     set_work_state(work_id, "succeeded")
-    if overlap == "buffer_all":  # the slot is free, but 12:20 runs first
+    if overlap in ("buffer_all", "queue_one"):  # the slot is free, but 12:20 runs first
         assert "trigger" not in offered(client, pk)
+        with pytest.raises(TriggerSlotBusy):  # as the API says
+            schedules.trigger(SCOPE, "r", "now-1")
         run_pass(clock, T0 + 2 * TEN + TEN // 2)
         set_work_state(works()[-1][0], "succeeded")
     assert "trigger" in offered(client, pk)

@@ -45,6 +45,13 @@ SELECT count(*)
  WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
    AND generation = %(generation)s AND state = 'pending' AND kind IN ('nominal', 'recovery')
 
+-- name: count coalesced -- queue_one: the pending coalesced occurrence of the active generation
+-- (0 or 1) that waits to run (trigger refuses to run before it).
+SELECT count(*)
+  FROM durable_schedule_occurrence
+ WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
+   AND generation = %(generation)s AND state = 'pending' AND kind = 'coalesced'
+
 -- name: find manual -- the manual occurrence of one request id, with its link.
 SELECT id, generation, first_nominal_utc, state, work_id
   FROM durable_schedule_occurrence
