@@ -7,6 +7,7 @@ included; REPLICATION streams every row past row-level security. Each is reporte
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 from django.db import connection
 
@@ -22,11 +23,21 @@ def _problems() -> list[str]:
 
 
 def test_a_runtime_with_createrole__mints_a_login_that_is_the_runtime(pg):
-    # Why it matters, on the real role: no grant shows it, yet the runtime hands itself out.
+    # Why it matters, on the real role: no grant shows it, yet the runtime mints logins on the
+    # server; before PostgreSQL 16 it also hands itself out to them (16 made granting a role
+    # need the ADMIN option on it, which CREATEROLE no longer implies).
     with pg.cursor() as cur:
+        cur.execute("show server_version_num")
+        before_16 = int(cur.fetchone()[0]) < 160000
         cur.execute("alter role durable_runtime createrole")
         become(cur, RUNTIME)
         cur.execute("create role ds_probe_minted login")
+        cur.execute("select rolcanlogin from pg_roles where rolname = 'ds_probe_minted'")
+        assert cur.fetchone()[0] is True
+        if not before_16:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                cur.execute("grant durable_runtime to ds_probe_minted")
+            return
         cur.execute("grant durable_runtime to ds_probe_minted")
         cur.execute("select pg_has_role('ds_probe_minted', 'durable_runtime', 'MEMBER')")
         assert cur.fetchone()[0] is True
