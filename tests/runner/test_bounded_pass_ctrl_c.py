@@ -34,7 +34,15 @@ def start(command: str, *args: str, env: dict | None = None) -> subprocess.Popen
     return subprocess.Popen(
         [sys.executable, "testproject/manage.py", command, *args],
         cwd=ROOT, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # A shell script's background job (`make test` runs tox environments two at a time)
+        # starts with SIGINT ignored, and Python then keeps it ignored: no KeyboardInterrupt.
+        # Give the command the disposition a terminal's Ctrl-C meets.
+        preexec_fn=_default_sigint,
     )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def interrupt(proc: subprocess.Popen) -> tuple[int, str, str]:
