@@ -43,6 +43,7 @@ from durable_schedule.processor.step import (
     is_quarantinable,
     process_claim,
     quarantine_claim,
+    release_claims,
 )
 from durable_schedule.runner import committed
 from durable_schedule.runner.retry import run_with_retry
@@ -291,6 +292,17 @@ class _Pass:
         done: dict[Claim, ScheduleOutcome] = {}
         try:
             self._process(claims, done)
+        except (KeyboardInterrupt, SystemExit):
+            # Ctrl-C in a bounded pass: the decision in progress rolled back whole. The
+            # claims whose decision did not commit are given back, so another pass takes them
+            # at once instead of after their leases (docs/operations.md "Stopping"). Tried
+            # once; what cannot be released lapses with its lease.
+            try:
+                release_claims([one for one in claims if one not in done], self.owner,
+                               using=self.using)
+            except Exception:  # noqa: BLE001 -- the interrupt is the one to report
+                pass
+            raise
         finally:
             # Recorded even when a transient error ends the pass mid-way: these outcomes
             # committed, and a retry of the pass must not count them again or lose them.

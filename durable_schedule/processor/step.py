@@ -194,6 +194,22 @@ def hold_claim(claim: Claim, lease_owner: str, error: DurableError, retry_after:
     return ScheduleOutcome(**base, action="held", reason=HELD_REASON, detail=detail)
 
 
+def release_claims(claims: list[Claim], lease_owner: str, *, using: str | None = None) -> int:
+    """Give back claims whose decision did not commit (a pass leaving on an interrupt): each
+    dispatch row due again now, its lease cleared, in its own scoped transaction
+    guarded by the claim, so a row whose decision did commit (its revision moved on) or that
+    another runner holds is left alone. Returns how many were released."""
+    released = 0
+    for one in claims:
+        with routed(one.routing_id, using=using) as (cur, scope_id):
+            if scope_id is not None:
+                run(cur, "release_claim", {
+                    "routing_id": one.routing_id, "schedule_id": one.schedule_id,
+                    "lease_owner": lease_owner, "dispatch_revision": one.dispatch_revision})
+                released += cur.rowcount
+    return released
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value

@@ -120,3 +120,13 @@ def test_ctrl_c_during_a_bounded_process_schedules_pass(committed_clock):
     # The decision in progress rolled back whole: nothing materialized.
     assert sql("select (select count(*) from durable_schedule_occurrence),"
                " (select count(*) from durable_work)") == [(0, 0)]
+    # The claims of the schedules whose decision did not commit are released: no lease is
+    # left to expire, and another run right after the Ctrl-C materializes them at once.
+    # Before, both dispatch rows kept the interrupted pass's lease until it expired.
+    assert sql("select count(*) from durable_schedule_dispatch"
+               " where lease_owner is not null") == [(0,)]
+    again = start("process_schedules", "--max-schedules", "2")
+    out, err = again.communicate(timeout=HANG_BOUND_SECONDS)
+    assert again.returncode == 0, err
+    assert "claimed=2" in out, out
+    assert sql("select count(*) from durable_work") == [(2,)]

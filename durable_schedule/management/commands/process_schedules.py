@@ -38,8 +38,8 @@ from durable_schedule.runner.pooler import check_prepared_statements
 
 class Command(InterruptibleCommand, BaseCommand):
     help = "Process due schedules: bounded passes that turn due occurrences into accepted Work."
-    interrupted_leaves = ("the transaction in progress rolled back; the schedules this pass "
-                          "still held are taken again once their leases expire")
+    interrupted_leaves = ("the transaction in progress rolled back; the claims of schedules "
+                          "whose decision did not commit released (or left to their leases)")
 
     def add_arguments(self, parser: CommandParser) -> None:
         add_runner_arguments(parser, lease_help=(

@@ -152,6 +152,14 @@ UPDATE durable_schedule_dispatch
  WHERE scope_routing_id = %(routing_id)s AND schedule_id = %(schedule_id)s
    AND lease_owner = %(lease_owner)s AND dispatch_revision = %(dispatch_revision)s
 
+-- name: release claim -- an interrupted pass gives back a claim whose decision did not commit:
+-- due again now (the claim had moved the due time to the lease's end), lease cleared, bump.
+UPDATE durable_schedule_dispatch
+   SET due_at = durable_schedule_clock('clock'), lease_owner = NULL, lease_expires_at = NULL,
+       dispatch_revision = dispatch_revision + 1
+ WHERE scope_routing_id = %(routing_id)s AND schedule_id = %(schedule_id)s
+   AND lease_owner = %(lease_owner)s AND dispatch_revision = %(dispatch_revision)s
+
 -- name: lock slot -- the Work of the schedule's latest linked occurrence, FOR SHARE.
 -- The processor links a new occurrence only while the slot is free, so only the latest linked
 -- occurrence can hold a nonterminal Work (docs/protocol/schedules.md rule S4). FOR SHARE makes a concurrent terminal
