@@ -203,6 +203,9 @@ def _preview_scope(conn, scope_id: str, cutoff, margin: timedelta, rescan: bool,
         after_at, after_ref, _ahead = _start(cur, scope_id, margin, rescan, counts)
         args = {"scope_id": scope_id, "cutoff": cutoff, "after_at": after_at,
                 "after_ref": after_ref}
+        # JIT compiling costs more than the counts themselves (retention_queries.sql)
+        cur.execute(_q("jit_off"))
+        jit = cur.fetchone()[0]
         cur.execute(_q("preview_work"), args)
         work, permits, quarantine, history = cur.fetchone()
         counts.work += work
@@ -211,6 +214,7 @@ def _preview_scope(conn, scope_id: str, cutoff, margin: timedelta, rescan: bool,
         counts.work_history += history
         cur.execute(_q("preview_occurrences"), args)
         counts.occurrences += cur.fetchone()[0]
+        cur.execute(_q("jit_restore"), [jit])  # a caller's own transaction keeps its setting
 
 
 def _prune_scope(conn, scope_id: str, cutoff, batch: int, margin: timedelta, rescan: bool,

@@ -101,6 +101,15 @@ SELECT (SELECT count(*) FROM victims),
        (SELECT count(*) FROM durable_work_quarantine q JOIN victims v USING (scope_id, work_id)),
        (SELECT count(*) FROM durable_work_history h JOIN victims v USING (scope_id, work_id))
 
+-- name: jit_off -- the dry run's counts walk every Work of the margin (as the real run's batches
+-- do, in pieces): with all of it in one statement the planner's cost passes the JIT thresholds,
+-- and compiling costs far more than the walk. Transaction-local; returns the value before.
+WITH before AS MATERIALIZED (SELECT current_setting('jit') AS jit)
+SELECT jit, set_config('jit', 'off', true) FROM before
+
+-- name: jit_restore -- the value jit_off returned, for the rest of the caller's transaction.
+SELECT set_config('jit', %s, true)
+
 -- name: prune_occurrences_batch -- occurrences no Work and no future pass can need: skipped,
 -- superseded or canceled, last touched before the cutoff, wholly behind their schedule's
 -- cursor (a pass never evaluates before the cursor again), and named by no Work row.
