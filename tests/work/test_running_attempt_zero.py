@@ -14,6 +14,7 @@ from django.db import connection
 
 from tests.work.conftest import MIN, history, permits, rows, run_pass, work_row
 from tests.work.test_recovery import Provider, accept, crash_first_attempt
+from tests.work.test_running_without_lease import drop_lease
 
 pytestmark = pytest.mark.django_db
 
@@ -53,13 +54,14 @@ def test_running_with_attempt_zero__is_recovered_not_a_crash_of_the_pass(clock, 
     assert history(work_id)[-1] == "succeeded"
 
 
-def test_running_with_attempt_zero__other_work_of_the_pass_still_runs(clock, define):
+@pytest.mark.parametrize("tamper", [zero_attempt, drop_lease], ids=["attempt_zero", "no_lease"])
+def test_a_hand_edited_running_row__other_work_of_the_pass_still_runs(clock, define, tamper):
     p = Provider()
-    d = define("t.zero_batch")
+    d = define(f"t.{tamper.__name__}_batch")
     d.executor(p.execute)
     work_id = accept(d)
     crash_first_attempt(p, "before")
-    zero_attempt(work_id)
+    tamper(work_id)
     clock.advance(MIN)
     other = d.enqueue(scope="tenant-a", command="other", idempotency_key="k",
                       payload={}).work_id

@@ -39,18 +39,3 @@ def test_running_without_a_lease__is_recovered_not_a_crash_of_the_pass(clock, de
     # reconcile_before_retry: judged first (no effect happened); idempotent: stays ambiguous
     assert permits(work_id)[0][2] == ("not_applied" if safety == "reconcile_before_retry"
                                       else None)
-
-
-def test_running_without_a_lease__other_work_of_the_pass_still_runs(clock, define):
-    p = Provider()
-    d = define("t.no_lease_batch")
-    d.executor(p.execute)
-    work_id = accept(d)
-    crash_first_attempt(p, "before")
-    drop_lease(work_id)
-    clock.advance(MIN)
-    other = d.enqueue(scope="tenant-a", command="other", idempotency_key="k",
-                      payload={}).work_id
-    run_pass()
-    assert work_row(other, "state") == ("succeeded",)
-    assert work_row(work_id, "state")[0] in ("pending", "succeeded")
