@@ -25,6 +25,7 @@ from django.db import (
 )
 
 from durable_schedule.errors import DurableError, RetriesExhausted, TransientDatabaseError
+from durable_schedule.store.transactions import sqlstate_of
 
 log = logging.getLogger("durable_schedule.runner")
 
@@ -67,19 +68,6 @@ RECONNECT_SQLSTATES = frozenset({"25006"})
 NEVER_RETRIED_SQLSTATES = frozenset({"42501", "28000", "28P01", "42704"})
 
 T = TypeVar("T")
-
-
-def sqlstate_of(exc: BaseException) -> str | None:
-    """The SQLSTATE of a database error, looking through Django's wrapper to psycopg's."""
-    seen = 0
-    cur: BaseException | None = exc
-    while cur is not None and seen < 10:
-        state = getattr(cur, "sqlstate", None)
-        if state:
-            return state
-        cur = cur.__cause__ or cur.__context__
-        seen += 1
-    return None
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -269,16 +269,16 @@ def sibling_cursor(cur):
 _ABORTED_SQLSTATE = "25P02"
 
 
-def _sqlstate(exc: BaseException) -> str | None:
+def sqlstate_of(exc: BaseException) -> str | None:
     """The SQLSTATE of a database error, looking through Django's wrapper to psycopg's."""
+    seen = 0
     cur: BaseException | None = exc
-    for _ in range(10):
-        if cur is None:
-            return None
+    while cur is not None and seen < 10:
         state = getattr(cur, "sqlstate", None)
         if state:
             return state
         cur = cur.__cause__ or cur.__context__
+        seen += 1
     return None
 
 
@@ -305,7 +305,7 @@ def _in_usable_transaction(conn) -> Iterator[None]:
             raise _aborted(conn, "Django marked the atomic block for rollback") from exc
         raise
     except DatabaseError as exc:
-        if _sqlstate(exc) == _ABORTED_SQLSTATE:
+        if sqlstate_of(exc) == _ABORTED_SQLSTATE:
             raise _aborted(conn, "SQLSTATE 25P02, current transaction is aborted") from exc
         raise
 
