@@ -6,7 +6,11 @@ schedule's own to run under its misfire policy) and materializes each
 instant as its own ``recovery`` occurrence, ``first = last = the instant``. The identity of an
 occurrence is ``(scope, schedule, generation, kind, first)``, so a repeated backfill of an
 overlapping range finds the instants it already materialized and creates nothing for them: no
-duplicate Work, whatever the request ids. The cursor does not move (a backfill is beside the
+duplicate Work, whatever the request ids. An instant an occurrence of any generation already
+ran (or will run) is reported as existing too: an update that kept the grid (a new payload, say)
+does not make the instants its predecessor ran runnable again, unless the caller passes
+``rerun_earlier_generations=True`` (an instant still runs at most once per generation). The
+cursor does not move (a backfill is beside the
 schedule's own progress, not part of it), and ``max_runs`` counts what it runs like any other
 recovery run: one that would run more than the runs left is refused (DS153). Instants before
 ``start_at`` or after ``end_at`` do not exist for the generation, so a backfill never runs them.
@@ -62,13 +66,14 @@ class Backfilled:
 
 @scope_optional
 def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, request_id: str,
-             actor: str = "") -> Backfilled:
+             actor: str = "", *, rerun_earlier_generations: bool = False) -> Backfilled:
     """Materialize the instants of ``[start, end]`` as recovery occurrences (module docstring).
 
     Raises ``InvalidArgument`` (DS406) for a naive or reversed range or one in the future,
     ``BackfillRefused`` (DS153) for too many instants, a queue_one range of several new
     instants, more runs than ``max_runs`` leaves, or a schedule that is not active or paused,
-    and ``TriggerSlotBusy`` (DS150).
+    and ``TriggerSlotBusy`` (DS150). ``rerun_earlier_generations`` (True or False, DS406
+    otherwise): run instants that only earlier generations ran, on purpose.
     """
     validate_scope_id(scope)
     schedule_id = check.schedule_id(schedule_id)
@@ -81,6 +86,12 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         raise InvalidArgument("start must be later than datetime.min", field="start")
     request_id = _request_id(request_id)
     actor = check.actor(actor)
+    if type(rerun_earlier_generations) is not bool:
+        # Read as its truthiness, "no" would re-run every instant an earlier generation ran.
+        raise InvalidArgument("rerun_earlier_generations must be True or False",
+                              field="rerun_earlier_generations",
+                              got=f"{type(rerun_earlier_generations).__name__} "
+                                  f"{rerun_earlier_generations!r}"[:80])
     with scoped(scope) as cur:
         now = records.transaction_clock(cur)
         if end > now:
@@ -107,8 +118,11 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
             **key, "start": start, "end": end}).fetchall()}
         # An instant the schedule itself ran (or will run: a pending coalesced or buffered
         # occurrence) is covered by that occurrence; running it again would be a second Work.
+        # An earlier generation's run covers it too: an update that kept the grid (a new
+        # payload) must not turn the instants its predecessor ran into runnable ones.
         ranges = hooks.run_lifecycle(cur, "covered", {
-            **key, "start": start, "end": end}).fetchall()
+            **key, "start": start, "end": end,
+            "this_generation_only": rerun_earlier_generations}).fetchall()
         existing |= {t for t in instants if any(lo <= t <= hi for lo, hi in ranges)}
         new = [t for t in instants if t not in existing]
         busy = [r[0] for r in run(cur, "lock_slot", {"scope_id": scope,
@@ -157,7 +171,8 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         _history(cur, scope, schedule_id, d.generation, "backfilled", actor, now,
                  request_id=request_id, start=records.iso(start), end=records.iso(end),
                  ran=[records.iso(t) for t, _ in ran], skipped=[records.iso(t) for t in skipped],
-                 existing=len(instants) - len(new), cursor_utc=records.iso(d.cursor_utc))
+                 existing=len(instants) - len(new), cursor_utc=records.iso(d.cursor_utc),
+                 rerun_earlier_generations=rerun_earlier_generations)
         result = Backfilled(request_id, ran, skipped, sorted(existing))
         if ran:
             barrier(SCHEDULE_BRIDGE_BEFORE_COMMIT)

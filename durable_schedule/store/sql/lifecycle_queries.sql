@@ -95,12 +95,14 @@ SELECT first_nominal_utc
    AND first_nominal_utc = last_nominal_utc
    AND first_nominal_utc BETWEEN %(start)s AND %(end)s
 
--- name: covered -- the ranges of a generation's occurrences that ran or will run (Work linked,
+-- name: covered -- the ranges of the schedule's occurrences that ran or will run (Work linked,
 -- or still pending) and overlap a backfill of [start, end]: the schedule already disposed of
--- their instants, so a backfill must not run them a second time.
+-- their instants, so a backfill must not run them a second time. Every generation's, unless
+-- the caller asked to re-run what earlier generations ran (this_generation_only).
 SELECT first_nominal_utc, last_nominal_utc
   FROM durable_schedule_occurrence
  WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
-   AND generation = %(generation)s AND kind IN ('nominal', 'recovery', 'coalesced')
+   AND (generation = %(generation)s OR NOT %(this_generation_only)s)
+   AND kind IN ('nominal', 'recovery', 'coalesced')
    AND (work_id IS NOT NULL OR state IN ('pending', 'claimed', 'materialized'))
    AND first_nominal_utc <= %(end)s AND last_nominal_utc >= %(start)s

@@ -1,0 +1,83 @@
+"""A backfill never re-runs an instant an earlier generation of the schedule already ran: an
+update that keeps the grid (a new payload, a new overlap policy) makes a new generation whose
+instants coincide with the old one's, and the old occurrences' Work covers them. They are
+reported in ``existing``; ``rerun_earlier_generations=True`` runs them again on purpose
+(docs/schedules.md "Backfill")."""
+
+from __future__ import annotations
+
+import pytest
+from demo import schedule_targets
+
+from durable_schedule import schedules
+from durable_schedule.errors import InvalidArgument
+from tests.schedules.conftest import (
+    HOUR,
+    MINUTE,
+    SCOPE,
+    T0,
+    TEN,
+    create,
+    occurrences,
+    run_pass,
+    works,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def _payload_update(schedule_id: str = "s") -> None:
+    info = schedules.get(SCOPE, schedule_id)
+    schedules.update(SCOPE, schedule_id, expected_revision=info.revision,
+                     target=schedule_targets.report.target(payload={"report": "v2"}))
+
+
+def test_backfill__an_instant_an_earlier_generation_ran_is_existing(clock, target):
+    create("s", schedules.Every(TEN, anchor=T0), target, overlap="allow_all")
+    run_pass(clock, T0 + TEN + MINUTE)          # generation 1 runs 00:10
+    clock.set(T0 + 2 * TEN - MINUTE)
+    _payload_update()                           # generation 2: same grid, new payload
+    assert schedules.get(SCOPE, "s").generation == 2
+    before = (occurrences("s"), works())
+    done = schedules.backfill(SCOPE, "s", T0 + TEN, T0 + TEN, "bf")
+    assert done.ran == [] and done.existing == [T0 + TEN]
+    assert (occurrences("s"), works()) == before
+
+
+def test_backfill__an_instant_an_earlier_generation_backfilled_is_existing(clock, target):
+    create("s", schedules.Every(TEN, anchor=T0 - 2 * HOUR), target, overlap="allow_all")
+    clock.set(T0 + HOUR)
+    first = schedules.backfill(SCOPE, "s", T0 - HOUR, T0 - 40 * MINUTE, "bf-1")
+    assert len(first.ran) == 3
+    _payload_update()
+    second = schedules.backfill(SCOPE, "s", T0 - HOUR, T0 - 30 * MINUTE, "bf-2")
+    assert [t for t, _ in second.ran] == [T0 - 30 * MINUTE]
+    assert second.existing == [T0 - HOUR, T0 - 50 * MINUTE, T0 - 40 * MINUTE]
+    assert len(works()) == 4
+
+
+def test_backfill__rerun_earlier_generations_runs_them_again_on_request(clock, target):
+    create("s", schedules.Every(TEN, anchor=T0), target, overlap="allow_all")
+    run_pass(clock, T0 + TEN + MINUTE)
+    clock.set(T0 + 2 * TEN - MINUTE)
+    _payload_update()
+    done = schedules.backfill(SCOPE, "s", T0 + TEN, T0 + TEN, "bf",
+                              rerun_earlier_generations=True)
+    assert [t for t, _ in done.ran] == [T0 + TEN] and done.existing == []
+    assert [(o[0], o[1]) for o in occurrences("s")] == [(1, "nominal"), (2, "recovery")]
+    assert len(works()) == 2
+    again = schedules.backfill(SCOPE, "s", T0 + TEN, T0 + TEN, "bf-again",
+                               rerun_earlier_generations=True)
+    assert again.ran == [] and again.existing == [T0 + TEN]  # never twice in one generation
+    assert len(works()) == 2
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None])
+def test_backfill__rerun_earlier_generations_takes_a_bool_only(clock, target, bad):
+    create("s", schedules.Every(TEN, anchor=T0), target, overlap="allow_all")
+    run_pass(clock, T0 + TEN + MINUTE)
+    before = (occurrences("s"), works())
+    with pytest.raises(InvalidArgument) as caught:
+        schedules.backfill(SCOPE, "s", T0 + TEN, T0 + TEN, "bf", rerun_earlier_generations=bad)
+    assert caught.value.code == "DS406"
+    assert (occurrences("s"), works()) == before
