@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -253,7 +253,7 @@ def sync(*, dry_run: bool = False, prune: bool = False,
             # with nothing declared delete every managed schedule.
             raise InvalidArgument(f"{name} must be True or False", field=name,
                                   got=f"{type(flag).__name__} {flag!r}"[:80])
-    wanted = _one_per_identity(declarations() if declared is None else declared)
+    wanted = _one_per_identity(declarations() if declared is None else _listed(declared))
     if prune and not wanted and not allow_empty:
         raise EmptyPruneRefused("no schedule is declared: --prune would delete every schedule "
                                 "sync manages, in every scope; nothing was changed")
@@ -299,6 +299,23 @@ def _naming(scope: str, schedule_id: str) -> Iterator[None]:
         exc.context.setdefault("schedule_id", schedule_id)
         exc.context["sync"] = "stopped at this declaration; nothing was changed"
         raise
+
+
+def _listed(declared: Any) -> list[Declaration]:
+    """``sync(declared=...)``: a list (or another iterable, not text or a mapping) of
+    ``Declaration`` values, refused with DS406 before anything is read or written otherwise; a
+    string or a dict would otherwise be iterated item by item and fail midway with a bare
+    ``AttributeError``, and a dict's keys would silently stand for the declarations."""
+    if isinstance(declared, (str, bytes, Mapping)) or not hasattr(declared, "__iter__"):
+        raise InvalidArgument("declared must be a list of Declaration values",
+                              field="declared", got=type(declared).__name__)
+    listed = list(declared)
+    for position, decl in enumerate(listed):
+        if not isinstance(decl, Declaration):
+            raise InvalidArgument("declared must be a list of Declaration values (from "
+                                  "schedules.declare)", field="declared", position=position,
+                                  got=type(decl).__name__)
+    return listed
 
 
 def _one_per_identity(wanted: list[Declaration]) -> list[Declaration]:
