@@ -17,11 +17,13 @@ recovery run: one that would run more than the runs left is refused (DS153). Ins
 
 Overlap (evaluation/overlap.py): ``allow_all`` runs every new instant at once; ``skip`` runs the
 first new instant when the slot is free and records the others skipped (counted under
-``missed["overlap"]``); ``queue_one`` and ``buffer_all`` run one new instant per backfill and
-refuse a range of several (DS153) rather than running them side by side (a backfill does not
-fill the buffer). A held slot refuses ``queue_one``, ``skip`` and ``buffer_all`` backfills
-(DS150), and so do buffered instants (``buffer_all``) or a pending coalesced occurrence
-(``queue_one``) still waiting, writing nothing.
+``missed["overlap"]``; such an instant never ran, so a later backfill runs it: its skipped
+occurrence becomes pending and is linked, and one skipped again is counted once);
+``queue_one`` and ``buffer_all`` run one new instant per backfill and refuse a range of several
+(DS153) rather than running them side by side (a backfill does not fill the buffer). A held
+slot refuses ``queue_one``, ``skip`` and ``buffer_all`` backfills (DS150), and so do buffered
+instants (``buffer_all``) or a pending coalesced occurrence (``queue_one``) still waiting,
+writing nothing.
 """
 
 from __future__ import annotations
@@ -114,8 +116,12 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         instants = [t for t in _instants(spec, d.accepted_at_utc, start, end)
                     if bounding.exists(t, bounds)]
         key = {"scope_id": scope, "schedule_id": schedule_id, "generation": d.generation}
-        existing = {r[0] for r in hooks.run_lifecycle(cur, "backfilled", {
-            **key, "start": start, "end": end}).fetchall()}
+        backfilled = hooks.run_lifecycle(cur, "backfilled", {
+            **key, "start": start, "end": end}).fetchall()
+        # An instant an earlier backfill recorded skipped (overlap skip) never ran: it is not
+        # existing, this backfill may run it (its occurrence becomes pending again).
+        dropped = {t for t, state in backfilled if state == "skipped"}
+        existing = {t for t, _state in backfilled} - dropped
         # An instant the schedule itself ran (or will run: a pending coalesced or buffered
         # occurrence) is covered by that occurrence; running it again would be a second Work.
         # An earlier generation's run covers it too: an update that kept the grid (a new
@@ -157,9 +163,13 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         skipped = [t for t in new if t not in run_now]
         ran = []
         for instant in run_now:
-            row = run(cur, "insert_occurrence", {
-                **key, "kind": "recovery", "first": instant, "last": instant,
-                "state": "pending", "now": now, "jitter_us": None}).fetchone()
+            if instant in dropped:
+                row = hooks.run_lifecycle(cur, "revive_skipped", {
+                    **key, "first": instant, "now": now}).fetchone()
+            else:
+                row = run(cur, "insert_occurrence", {
+                    **key, "kind": "recovery", "first": instant, "last": instant,
+                    "state": "pending", "now": now, "jitter_us": None}).fetchone()
             identity = OccurrenceIdentity(scope, schedule_id, d.generation, "recovery", instant,
                                           fresh_id=row[0], fresh_proof=row[1:])
             ran.append((instant, bridge(cur, identity, d.target_json, now).link.work_id))
@@ -167,7 +177,9 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
             run(cur, "insert_occurrence", {
                 **key, "kind": "recovery", "first": instant, "last": instant,
                 "state": "skipped", "now": now, "jitter_us": None})
-        hooks.count_missed(cur, d, "overlap", len(skipped), now)
+        # An instant skipped again is still one skipped occurrence: counted once.
+        hooks.count_missed(cur, d, "overlap", len([t for t in skipped if t not in dropped]),
+                           now)
         _history(cur, scope, schedule_id, d.generation, "backfilled", actor, now,
                  request_id=request_id, start=records.iso(start), end=records.iso(end),
                  ran=[records.iso(t) for t, _ in ran], skipped=[records.iso(t) for t in skipped],

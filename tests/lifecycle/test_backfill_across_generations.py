@@ -81,3 +81,31 @@ def test_backfill__rerun_earlier_generations_takes_a_bool_only(clock, target, ba
         schedules.backfill(SCOPE, "s", T0 + TEN, T0 + TEN, "bf", rerun_earlier_generations=bad)
     assert caught.value.code == "DS406"
     assert (occurrences("s"), works()) == before
+
+
+def _past_skip_schedule(clock, target):
+    create("s", schedules.Every(TEN, anchor=T0 - 2 * HOUR), target, overlap="skip")
+    clock.set(T0 + HOUR)
+
+
+def test_backfill__an_instant_an_earlier_skip_backfill_dropped_runs_on_a_later_backfill(
+        clock, target):
+    from tests.schedules.conftest import set_work_state
+    _past_skip_schedule(clock, target)
+    first = schedules.backfill(SCOPE, "s", T0 - 30 * MINUTE, T0 - 10 * MINUTE, "bf-1")
+    assert first.skipped == [T0 - 20 * MINUTE, T0 - 10 * MINUTE]
+    assert set_work_state(first.ran[0][1], "succeeded") == 1
+    # The dropped 00:40 never ran: it is not "existing", a later backfill runs it.
+    second = schedules.backfill(SCOPE, "s", T0 - 20 * MINUTE, T0 - 10 * MINUTE, "bf-2")
+    assert [t for t, _ in second.ran] == [T0 - 20 * MINUTE]
+    assert second.skipped == [T0 - 10 * MINUTE] and second.existing == []
+    assert [o[4] for o in occurrences("s")] == ["materialized", "materialized", "skipped"]
+    assert len(works()) == 2
+    # The instant skipped twice is one skipped occurrence and counted once.
+    assert schedules.get(SCOPE, "s").missed == {"overlap": 2}
+    assert set_work_state(second.ran[0][1], "succeeded") == 1
+    third = schedules.backfill(SCOPE, "s", T0 - 30 * MINUTE, T0 - 10 * MINUTE, "bf-3")
+    assert [t for t, _ in third.ran] == [T0 - 10 * MINUTE]
+    assert third.existing == [T0 - 30 * MINUTE, T0 - 20 * MINUTE] and third.skipped == []
+    assert [o[4] for o in occurrences("s")] == ["materialized"] * 3
+    assert len(works()) == 3

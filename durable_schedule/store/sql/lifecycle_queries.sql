@@ -87,13 +87,24 @@ SELECT (SELECT count(*) FROM durable_schedule_definition WHERE state = 'paused')
          WHERE o.state = 'pending' AND o.kind IN ('nominal', 'recovery'))
 
 -- name: backfilled -- the recovery instants of a generation that a backfill of [start, end]
--- would create, already there (one occurrence per instant: first = last).
-SELECT first_nominal_utc
+-- would create, already there (one occurrence per instant: first = last), with their state.
+SELECT first_nominal_utc, state
   FROM durable_schedule_occurrence
  WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
    AND generation = %(generation)s AND kind = 'recovery'
    AND first_nominal_utc = last_nominal_utc
    AND first_nominal_utc BETWEEN %(start)s AND %(end)s
+
+-- name: revive skipped -- a backfill runs an instant an earlier backfill recorded skipped
+-- (overlap skip): that recovery occurrence never ran, so it becomes pending again and the Work
+-- bridge links it; the proof columns as for a freshly inserted occurrence.
+UPDATE durable_schedule_occurrence
+   SET state = 'pending', updated_at = %(now)s
+ WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
+   AND generation = %(generation)s AND kind = 'recovery'
+   AND first_nominal_utc = %(first)s AND last_nominal_utc = %(first)s
+   AND state = 'skipped' AND work_id IS NULL
+RETURNING id, current_user, pg_catalog.current_setting('durable_schedule.scope_id', true)
 
 -- name: covered -- the ranges of the schedule's occurrences that ran or will run (Work linked,
 -- or still pending) and overlap a backfill of [start, end]: the schedule already disposed of
