@@ -199,8 +199,11 @@ def _instants(spec, accepted_at: datetime, start: datetime, end: datetime) -> li
     if found is None:
         return []
     if found.count > MAX_INSTANTS:
-        raise BackfillRefused(f"the range holds {found.count} instants; at most "
-                              f"{MAX_INSTANTS} per backfill", count=found.count)
+        # A cron window's count stops at the evaluator's limit: then it is a lower bound.
+        holds = f"{found.count}" if found.count_exact else f"at least {found.count}"
+        raise BackfillRefused(f"the range holds {holds} instants; at most "
+                              f"{MAX_INSTANTS} per backfill", count=found.count,
+                              count_exact=found.count_exact)
     out, t = [found.first], found.first
     while len(out) < found.count:
         t = next_instant_after(spec, accepted_at, t)

@@ -109,3 +109,16 @@ def test_backfill__an_instant_an_earlier_skip_backfill_dropped_runs_on_a_later_b
     assert third.existing == [T0 - 30 * MINUTE, T0 - 20 * MINUTE] and third.skipped == []
     assert [o[4] for o in occurrences("s")] == ["materialized"] * 3
     assert len(works()) == 3
+
+
+def test_backfill__a_cron_range_past_the_count_limit_says_at_least(clock, target):
+    from durable_schedule.errors import BackfillRefused
+    create("c", schedules.Cron("* * * * * *"), target, overlap="allow_all")
+    clock.set(T0 + 400 * 24 * HOUR)
+    before = (occurrences("c"), works())
+    with pytest.raises(BackfillRefused) as caught:
+        schedules.backfill(SCOPE, "c", T0 - 300 * 24 * HOUR, T0, "bf")
+    assert caught.value.code == "DS153"
+    assert "holds at least 10000 instants" in str(caught.value)
+    assert caught.value.context["count_exact"] is False
+    assert (occurrences("c"), works()) == before
