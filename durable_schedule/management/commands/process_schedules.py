@@ -9,8 +9,8 @@ schedule (its target queue is not listed, DS244) does not fail the pass: it is c
 ``held`` and named on stderr, and the run exits 0 (docs/operations.md "Held schedules"). A transient
 database error is retried (rollback, 3 retries, 250 ms -> 500 ms -> 1 s) before a pass fails;
 ``--max-schedules`` bounds a pass with its retries together, and its printed counts are those
-of every attempt. Ctrl-C ends a run with one line on stderr and exit status 130
-(docs/operations.md "Stopping").
+of every attempt. Ctrl-C ends a run with one line on stderr and exit status 130, and so does
+Ctrl-C before the run began (the system checks) (docs/operations.md "Stopping").
 ``--loop`` runs passes until SIGTERM/SIGINT (durable_schedule.runner: NOTIFY wake-up, quarantine
 of unevaluable rows, transient-error retry, daily partition maintenance, graceful stop, exit 0).
 """
@@ -24,6 +24,7 @@ from django.db import DatabaseError
 
 from durable_schedule import conf
 from durable_schedule.errors import DurableError, InvalidArgument
+from durable_schedule.management.interrupts import InterruptedBeforeStart
 from durable_schedule.observability.logs import print_stop_summary
 from durable_schedule.processor import PassCounts, process_due, process_due_once
 from durable_schedule.processor.processor import (
@@ -36,7 +37,7 @@ from durable_schedule.runner.cli import InterruptibleCommand, add_runner_argumen
 from durable_schedule.runner.pooler import check_prepared_statements
 
 
-class Command(InterruptibleCommand, BaseCommand):
+class Command(InterruptedBeforeStart, InterruptibleCommand, BaseCommand):
     help = "Process due schedules: bounded passes that turn due occurrences into accepted Work."
     interrupted_leaves = ("the transaction in progress rolled back; the claims of schedules "
                           "whose decision did not commit released (or left to their leases)")
@@ -54,6 +55,7 @@ class Command(InterruptibleCommand, BaseCommand):
                                  "nothing (default 1; not with --loop)")
 
     def handle(self, *args, **options) -> None:
+        self.began = True  # Ctrl-C before this (the system checks): one line, exit 130
         self.bounded_run = not options["loop"]  # Ctrl-C: one line and exit 130 (runner/cli.py)
         verbosity = options["verbosity"]
         owner = default_lease_owner() if options["lease_owner"] is None else options["lease_owner"]
