@@ -118,8 +118,9 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         key = {"scope_id": scope, "schedule_id": schedule_id, "generation": d.generation}
         backfilled = hooks.run_lifecycle(cur, "backfilled", {
             **key, "start": start, "end": end}).fetchall()
-        # An instant an earlier backfill recorded skipped (overlap skip) never ran: it is not
-        # existing, this backfill may run it (its occurrence becomes pending again).
+        # An instant whose recovery identity a skipped occurrence holds (an earlier backfill's
+        # overlap skip, or the first of a skipped range) never ran: it is not existing, this
+        # backfill may run it (that occurrence becomes its own, pending).
         dropped = {t for t, state in backfilled if state == "skipped"}
         existing = {t for t, _state in backfilled} - dropped
         # An instant the schedule itself ran (or will run: a pending coalesced or buffered
@@ -164,8 +165,7 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         ran = []
         for instant in run_now:
             if instant in dropped:
-                row = hooks.run_lifecycle(cur, "revive_skipped", {
-                    **key, "first": instant, "now": now}).fetchone()
+                row = _revive(cur, key, spec, d.accepted_at_utc, instant, now)
             else:
                 row = run(cur, "insert_occurrence", {
                     **key, "kind": "recovery", "first": instant, "last": instant,
@@ -191,6 +191,31 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
     if ran:
         barrier(SCHEDULE_LINK_AFTER_COMMIT)
     return result
+
+
+def _revive(cur, key: dict[str, Any], spec, accepted_at: datetime, instant: datetime,
+            now: datetime) -> tuple:
+    """Make the skipped recovery occurrence that holds ``instant``'s identity the instant's
+    own pending one; returns the row the bridge needs (id and proof). A skipped range keeps
+    its other instants recorded as skipped: the rest of it is written again, from its first
+    instant that is no recovery occurrence's identity yet (an earlier backfill of one of its
+    instants has its own) -- the skip happened, and ``missed`` already counted it."""
+    row = hooks.run_lifecycle(cur, "revive_skipped", {**key, "first": instant,
+                                                      "now": now}).fetchone()
+    if row is None:  # read under the same definition lock a moment ago: a defect, not a race
+        raise RuntimeError("the skipped occurrence to run matched no row under the lock")
+    last = row[3]
+    if last > instant:
+        taken = {r[0] for r in hooks.run_lifecycle(cur, "recovery_firsts", {
+            **key, "after": instant, "upto": last}).fetchall()}
+        rest = next_instant_after(spec, accepted_at, instant)
+        while rest is not None and rest <= last and rest in taken:
+            rest = next_instant_after(spec, accepted_at, rest)
+        if rest is not None and rest <= last:
+            run(cur, "insert_occurrence", {
+                **key, "kind": "recovery", "first": rest, "last": last, "state": "skipped",
+                "now": now, "jitter_us": None})
+    return row[:3]
 
 
 def _instants(spec, accepted_at: datetime, start: datetime, end: datetime) -> list[datetime]:

@@ -122,3 +122,31 @@ def test_backfill__a_cron_range_past_the_count_limit_says_at_least(clock, target
     assert "holds at least 10000 instants" in str(caught.value)
     assert caught.value.context["count_exact"] is False
     assert (occurrences("c"), works()) == before
+
+
+def test_backfill__the_first_instant_of_a_misfire_skipped_range_runs(clock, target):
+    create("s", schedules.Every(TEN, anchor=T0), target, misfire="skip", overlap="allow_all")
+    run_pass(clock, T0 + 5 * TEN + MINUTE)   # 00:10-00:50 missed: one skipped range
+    assert [(o[1], o[2], o[3], o[4]) for o in occurrences("s")] == [
+        ("recovery", T0 + TEN, T0 + 5 * TEN, "skipped")]
+    middle = schedules.backfill(SCOPE, "s", T0 + 3 * TEN, T0 + 3 * TEN, "bf-middle")
+    assert [t for t, _ in middle.ran] == [T0 + 3 * TEN]
+    # The range's first instant is the skipped occurrence's own identity: it runs all the same
+    # (it was a TypeError), and the rest of the range stays recorded as skipped.
+    first = schedules.backfill(SCOPE, "s", T0 + TEN, T0 + TEN, "bf-first")
+    assert [t for t, _ in first.ran] == [T0 + TEN] and first.existing == []
+    assert [(o[1], o[2], o[3], o[4]) for o in occurrences("s")] == [
+        ("recovery", T0 + TEN, T0 + TEN, "materialized"),
+        ("recovery", T0 + 2 * TEN, T0 + 5 * TEN, "skipped"),
+        ("recovery", T0 + 3 * TEN, T0 + 3 * TEN, "materialized")]
+    assert len(works()) == 2
+    assert schedules.get(SCOPE, "s").missed == {"misfire": 5}  # the skip happened: counted
+    again = schedules.backfill(SCOPE, "s", T0 + TEN, T0 + 3 * TEN, "bf-again")
+    assert [t for t, _ in again.ran] == [T0 + 2 * TEN]  # the new remainder's first runs too
+    assert again.existing == [T0 + TEN, T0 + 3 * TEN]
+    assert [(o[2], o[3], o[4]) for o in occurrences("s")] == [
+        (T0 + TEN, T0 + TEN, "materialized"),
+        (T0 + 2 * TEN, T0 + 2 * TEN, "materialized"),
+        (T0 + 3 * TEN, T0 + 3 * TEN, "materialized"),
+        (T0 + 4 * TEN, T0 + 5 * TEN, "skipped")]   # 00:30 had its own row: the rest from 00:40
+    assert len(works()) == 3
