@@ -62,9 +62,10 @@ class Command(InterruptedBeforeStart, InterruptibleCommand, BaseCommand):
         # None is "not given"; 0 given through call_command is refused below, not defaulted
         seconds = conf.lease_seconds() if options["lease_seconds"] is None \
             else options["lease_seconds"]
-        # beyond timedelta's range the value goes to the lease check as it is, which refuses
-        # it with its diagnostic code instead of an OverflowError
-        duration = timedelta(seconds=seconds) if abs(seconds) <= 10**9 else seconds
+        # beyond timedelta's range, or not a number at all (call_command hands a value over
+        # unparsed: "30", True), the value goes to the lease check as it is, which refuses it
+        # with its diagnostic code instead of an OverflowError or a TypeError
+        duration = timedelta(seconds=seconds) if _seconds_number(seconds) else seconds
 
         pass_options = {"lease_owner": owner, "lease_duration": duration,
                         "claim_batch": options["claim_batch"]}
@@ -137,6 +138,12 @@ class Command(InterruptedBeforeStart, InterruptibleCommand, BaseCommand):
                 print_stop_summary(self.stdout, "schedule", ended, verbosity, failed=True)
             raise CommandError(f"schedule runner stopped: {_chain(exc)}") from exc
         print_stop_summary(self.stdout, "schedule", stats, verbosity)
+
+
+def _seconds_number(value) -> bool:
+    """A number of seconds ``timedelta`` holds (an int or float, not a bool or text)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and abs(value) <= 10**9)
 
 
 def _passes(value, loop: bool) -> int:
