@@ -50,10 +50,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from importlib import import_module
 from typing import Any
 
 from django.db import transaction
-from django.utils.module_loading import autodiscover_modules
+from django.utils.module_loading import module_has_submodule
 
 from durable_schedule import conf
 from durable_schedule.errors import (
@@ -178,11 +179,29 @@ def forget(scope: str, schedule_id: str) -> None:
 
 
 def autodiscover() -> None:
-    """Import ``<app>.work`` (targets) and then ``<app>.schedules`` of every installed app."""
+    """Import ``<app>.work`` (targets) and then ``<app>.schedules`` of every installed app.
+
+    An error raised while importing a ``schedules`` module that exists propagates with a note
+    naming the module (the rule of Work autodiscovery); a ``DurableError`` -- a declaration
+    ``declare()`` refused -- also names it in its context (``module``), so ``sync_schedules``
+    can say which file to fix in one line."""
+    from django.apps import apps
+
     from durable_schedule.work import autodiscover as work_autodiscover
 
     work_autodiscover()
-    autodiscover_modules("schedules")
+    for app_config in apps.get_app_configs():
+        module = f"{app_config.name}.schedules"
+        try:
+            import_module(module)
+        except Exception as exc:
+            if not module_has_submodule(app_config.module, "schedules"):
+                continue  # the app has no schedules module (or its own import failed above)
+            exc.add_note(f"raised while durable_schedule imported {module} (schedules "
+                         "declared in code)")
+            if isinstance(exc, DurableError):
+                exc.context.setdefault("module", module)
+            raise
 
 
 # ---------------------------------------------------------------- sync

@@ -45,7 +45,12 @@ class Command(InterruptedBeforeStart, BaseCommand):
 
     def handle(self, *args, **options):
         self.began, self.synced = True, None
-        declared.autodiscover()
+        try:
+            # A declaration declare() refuses (a bad spec, DS145, DS117) fails its module's
+            # import: one line with its code and the module, as for the sync's own refusals.
+            declared.autodiscover()
+        except DurableError as exc:
+            raise CommandError(str(exc)) from exc
         try:
             report = declared.sync(dry_run=options["dry_run"], prune=options["prune"],
                                    allow_empty=options["allow_empty"], adopt=options["adopt"])
