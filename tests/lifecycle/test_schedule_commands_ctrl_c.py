@@ -106,3 +106,12 @@ def test_call_command_still_gets_the_interrupt(committed_clock, monkeypatch):
     monkeypatch.setattr(declared, "sync", _interrupt)
     with pytest.raises(KeyboardInterrupt):
         call_command("sync_schedules")
+
+
+def test_ctrl_c_before_a_loop_began_is_one_line_and_exit_130(monkeypatch, capsys):
+    monkeypatch.setattr(process_schedules.Command, "check", lambda *a, **k: [])
+    monkeypatch.setattr(process_schedules, "check_prepared_statements", _interrupt)
+    monkeypatch.setattr(process_schedules.Command, "_loop", _must_not_run)
+    code, err = _run(process_schedules.Command, "process_schedules", "--loop", capsys=capsys)
+    assert code == 130
+    assert _one_line(err, "process_schedules").endswith("before it started: nothing was done")

@@ -55,7 +55,6 @@ class Command(InterruptedBeforeStart, InterruptibleCommand, BaseCommand):
                                  "nothing (default 1; not with --loop)")
 
     def handle(self, *args, **options) -> None:
-        self.began = True  # Ctrl-C before this (the system checks): one line, exit 130
         self.bounded_run = not options["loop"]  # Ctrl-C: one line and exit 130 (runner/cli.py)
         verbosity = options["verbosity"]
         owner = default_lease_owner() if options["lease_owner"] is None else options["lease_owner"]
@@ -81,6 +80,10 @@ class Command(InterruptedBeforeStart, InterruptibleCommand, BaseCommand):
             check_prepared_statements()  # a pooler that drops them: one clear DS415 up front
         except DurableError as exc:
             raise CommandError(str(exc)) from exc
+        # Ctrl-C before this (the system checks, the argument and pooler checks): one line,
+        # exit 130 (management/interrupts.py); from here a bounded run has its own handling
+        # and --loop its graceful stop.
+        self.began = True
         if options["loop"]:
             self._loop(one_pass, verbosity, owner)
             return
