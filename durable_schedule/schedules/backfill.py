@@ -10,10 +10,10 @@ duplicate Work, whatever the request ids. An instant an occurrence of any genera
 ran (or will run) is reported as existing too: an update that kept the grid (a new payload, say)
 does not make the instants its predecessor ran runnable again, unless the caller passes
 ``rerun_earlier_generations=True`` (an instant still runs at most once per generation). The
-cursor does not move (a backfill is beside the
-schedule's own progress, not part of it), and ``max_runs`` counts what it runs like any other
-recovery run: one that would run more than the runs left is refused (DS153). Instants before
-``start_at`` or after ``end_at`` do not exist for the generation, so a backfill never runs them.
+cursor does not move (a backfill is beside the schedule's own progress, not part of it), and
+``max_runs`` counts what it runs like any other recovery run: one that would run more than the
+runs left is refused (DS153). Instants before ``start_at`` or after ``end_at`` do not exist for
+the generation, so a backfill never runs them.
 
 Overlap (evaluation/overlap.py): ``allow_all`` runs every new instant at once; ``skip`` runs the
 first new instant when the slot is free and records the others skipped (counted under
@@ -71,7 +71,8 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
              actor: str = "", *, rerun_earlier_generations: bool = False) -> Backfilled:
     """Materialize the instants of ``[start, end]`` as recovery occurrences (module docstring).
 
-    Raises ``InvalidArgument`` (DS406) for a naive or reversed range or one in the future,
+    Raises ``NaiveDatetime`` (DS103) for a naive ``start`` or ``end``, ``InvalidArgument``
+    (DS406) for one that is not a datetime, a reversed range or one in the future,
     ``BackfillRefused`` (DS153) for too many instants, a queue_one range of several new
     instants, more runs than ``max_runs`` leaves, or a schedule that is not active or paused,
     and ``TriggerSlotBusy`` (DS150). ``rerun_earlier_generations`` (True or False, DS406
