@@ -115,3 +115,13 @@ def test_ctrl_c_before_a_loop_began_is_one_line_and_exit_130(monkeypatch, capsys
     code, err = _run(process_schedules.Command, "process_schedules", "--loop", capsys=capsys)
     assert code == 130
     assert _one_line(err, "process_schedules").endswith("before it started: nothing was done")
+
+
+def test_ctrl_c_while_importing_the_declarations_changed_nothing(monkeypatch, capsys):
+    monkeypatch.setattr(sync_schedules.Command, "check", lambda *a, **k: [])
+    monkeypatch.setattr(declared, "autodiscover", _interrupt)
+    monkeypatch.setattr(declared, "sync", _must_not_run)
+    code, err = _run(sync_schedules.Command, "sync_schedules", capsys=capsys)
+    assert code == 130
+    assert _one_line(err, "sync_schedules").endswith(
+        "while importing the declarations: nothing was changed")

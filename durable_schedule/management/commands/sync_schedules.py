@@ -32,25 +32,30 @@ class Command(InterruptedBeforeStart, BaseCommand):
                             help="take over an existing schedule sync did not create that a "
                                  "declaration names (one new generation); a conflict otherwise")
 
+    #: True once the declarations are imported and the sync transaction is about to open.
+    syncing = False
     #: The sync's summary once it returned (committed, or rolled back for --dry-run).
     synced: str | None = None
 
     def interruption(self) -> str | None:
         if not self.began:
             return super().interruption()
+        if not self.syncing:
+            return "while importing the declarations: nothing was changed"
         if self.synced is None:
             return ("before the sync committed: its one transaction rolled back, nothing was "
                     "changed; run it again")
         return f"after the sync ended ({self.synced}); only the report was cut short"
 
     def handle(self, *args, **options):
-        self.began, self.synced = True, None
+        self.began, self.syncing, self.synced = True, False, None
         try:
             # A declaration declare() refuses (a bad spec, DS145, DS117) fails its module's
             # import: one line with its code and the module, as for the sync's own refusals.
             declared.autodiscover()
         except DurableError as exc:
             raise CommandError(str(exc)) from exc
+        self.syncing = True
         try:
             report = declared.sync(dry_run=options["dry_run"], prune=options["prune"],
                                    allow_empty=options["allow_empty"], adopt=options["adopt"])
