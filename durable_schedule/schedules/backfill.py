@@ -185,7 +185,9 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
                  request_id=request_id, start=records.iso(start), end=records.iso(end),
                  ran=[records.iso(t) for t, _ in ran], skipped=[records.iso(t) for t in skipped],
                  existing=len(instants) - len(new), cursor_utc=records.iso(d.cursor_utc),
-                 rerun_earlier_generations=rerun_earlier_generations)
+                 rerun_earlier_generations=rerun_earlier_generations,
+                 # runs whose recovery occurrence was a skipped one (its range split, if any)
+                 revived=[records.iso(t) for t, _ in ran if t in dropped])
         result = Backfilled(request_id, ran, skipped, sorted(existing))
         if ran:
             barrier(SCHEDULE_BRIDGE_BEFORE_COMMIT)

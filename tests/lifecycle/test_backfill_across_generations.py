@@ -18,6 +18,7 @@ from tests.schedules.conftest import (
     T0,
     TEN,
     create,
+    history,
     occurrences,
     run_pass,
     works,
@@ -135,6 +136,8 @@ def test_backfill__the_first_instant_of_a_misfire_skipped_range_runs(clock, targ
     # (it was a TypeError), and the rest of the range stays recorded as skipped.
     first = schedules.backfill(SCOPE, "s", T0 + TEN, T0 + TEN, "bf-first")
     assert [t for t, _ in first.ran] == [T0 + TEN] and first.existing == []
+    event, _actor, detail = history("s")[-1]
+    assert (event, detail["revived"]) == ("backfilled", ["2030-01-01T12:10:00.000000+00:00"])
     assert [(o[1], o[2], o[3], o[4]) for o in occurrences("s")] == [
         ("recovery", T0 + TEN, T0 + TEN, "materialized"),
         ("recovery", T0 + 2 * TEN, T0 + 5 * TEN, "skipped"),
