@@ -372,8 +372,9 @@ def update(
             "generation": generation, "runtime_epoch": fences.runtime_epoch,
             "scope_generation": fences.scope_generation, "cursor": cursor, "now": accepted,
         }).fetchone(), "update", schedule_id)
-        if dropped is not None:
-            _count_missed(cur, d, SUPERSEDED_CAUSE, dropped.count, accepted)
+        superseded = (0 if dropped is None else dropped.count) + _pending_instants(d, retired)
+        if superseded:
+            _count_missed(cur, d, SUPERSEDED_CAUSE, superseded, accepted)
         # A paused schedule keeps its dispatch row disarmed (docs/schedules.md "Pause").
         records.upsert_dispatch(cur, routing_id=fences.routing_id, schedule_id=schedule_id,
                                 due_at=None if d.state == "paused" else due)
@@ -413,6 +414,27 @@ def _superseded_instants(d: Definition, accepted: datetime):
         return None if window is None else counted_to_the_end(spec, window)
     except (DurableError, ValueError, OverflowError):
         return None
+
+
+def _pending_instants(d: Definition, retired: list[tuple]) -> int:
+    """The instants of the pending occurrences an update supersedes (``retire_pending`` rows:
+    a ``queue_one`` coalesced occurrence waiting for the slot, ``buffer_all``'s buffered ones).
+    A pass evaluated them, so they are not in ``_superseded_instants``; they never run either
+    (the new generation starts after them), and every skipped instant is counted. Nothing is
+    counted when the stored spec cannot be read back (as for ``_superseded_instants``)."""
+    ranges = [(first, last) for _id, generation, kind, first, last in retired
+              if generation == d.generation and kind != "manual"]
+    if not ranges:
+        return 0
+    try:
+        spec = d.spec()
+        total = 0
+        for first, last in ranges:
+            found = instants_in(spec, d.accepted_at_utc, first - _ONE_US, last)
+            total += 0 if found is None else counted_to_the_end(spec, found).count
+        return total
+    except (DurableError, ValueError, OverflowError):
+        return 0
 
 
 def _count_missed(cur, d: Definition, cause: str, count: int, now: datetime) -> None:

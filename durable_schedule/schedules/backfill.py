@@ -6,18 +6,24 @@ schedule's own to run under its misfire policy) and materializes each
 instant as its own ``recovery`` occurrence, ``first = last = the instant``. The identity of an
 occurrence is ``(scope, schedule, generation, kind, first)``, so a repeated backfill of an
 overlapping range finds the instants it already materialized and creates nothing for them: no
-duplicate Work, whatever the request ids. The cursor does not move (a backfill is beside the
-schedule's own progress, not part of it), and ``max_runs`` counts what it runs like any other
-recovery run: one that would run more than the runs left is refused (DS153). Instants before
-``start_at`` or after ``end_at`` do not exist for the generation, so a backfill never runs them.
+duplicate Work, whatever the request ids. An instant an occurrence of any generation already
+ran (or will run) is reported as existing too: an update that kept the grid (a new payload, say)
+does not make the instants its predecessor ran runnable again, unless the caller passes
+``rerun_earlier_generations=True`` (an instant still runs at most once per generation). The
+cursor does not move (a backfill is beside the schedule's own progress, not part of it), and
+``max_runs`` counts what it runs like any other recovery run: one that would run more than the
+runs left is refused (DS153). Instants before ``start_at`` or after ``end_at`` do not exist for
+the generation, so a backfill never runs them.
 
 Overlap (evaluation/overlap.py): ``allow_all`` runs every new instant at once; ``skip`` runs the
 first new instant when the slot is free and records the others skipped (counted under
-``missed["overlap"]``); ``queue_one`` and ``buffer_all`` run one new instant per backfill and
-refuse a range of several (DS153) rather than running them side by side (a backfill does not
-fill the buffer). A held slot refuses ``queue_one``, ``skip`` and ``buffer_all`` backfills
-(DS150), and so do buffered instants (``buffer_all``) or a pending coalesced occurrence
-(``queue_one``) still waiting, writing nothing.
+``missed["overlap"]``; such an instant never ran, so a later backfill runs it: its skipped
+occurrence becomes pending and is linked, and one skipped again is counted once);
+``queue_one`` and ``buffer_all`` run one new instant per backfill and refuse a range of several
+(DS153) rather than running them side by side (a backfill does not fill the buffer). A held
+slot refuses ``queue_one``, ``skip`` and ``buffer_all`` backfills (DS150), and so do buffered
+instants (``buffer_all``) or a pending coalesced occurrence (``queue_one``) still waiting,
+writing nothing.
 """
 
 from __future__ import annotations
@@ -62,13 +68,15 @@ class Backfilled:
 
 @scope_optional
 def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, request_id: str,
-             actor: str = "") -> Backfilled:
+             actor: str = "", *, rerun_earlier_generations: bool = False) -> Backfilled:
     """Materialize the instants of ``[start, end]`` as recovery occurrences (module docstring).
 
-    Raises ``InvalidArgument`` (DS406) for a naive or reversed range or one in the future,
+    Raises ``NaiveDatetime`` (DS103) for a naive ``start`` or ``end``, ``InvalidArgument``
+    (DS406) for one that is not a datetime, a reversed range or one in the future,
     ``BackfillRefused`` (DS153) for too many instants, a queue_one range of several new
     instants, more runs than ``max_runs`` leaves, or a schedule that is not active or paused,
-    and ``TriggerSlotBusy`` (DS150).
+    and ``TriggerSlotBusy`` (DS150). ``rerun_earlier_generations`` (True or False, DS406
+    otherwise): run instants that only earlier generations ran, on purpose.
     """
     validate_scope_id(scope)
     schedule_id = check.schedule_id(schedule_id)
@@ -81,6 +89,12 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         raise InvalidArgument("start must be later than datetime.min", field="start")
     request_id = _request_id(request_id)
     actor = check.actor(actor)
+    if type(rerun_earlier_generations) is not bool:
+        # Read as its truthiness, "no" would re-run every instant an earlier generation ran.
+        raise InvalidArgument("rerun_earlier_generations must be True or False",
+                              field="rerun_earlier_generations",
+                              got=f"{type(rerun_earlier_generations).__name__} "
+                                  f"{rerun_earlier_generations!r}"[:80])
     with scoped(scope) as cur:
         now = records.transaction_clock(cur)
         if end > now:
@@ -103,12 +117,20 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         instants = [t for t in _instants(spec, d.accepted_at_utc, start, end)
                     if bounding.exists(t, bounds)]
         key = {"scope_id": scope, "schedule_id": schedule_id, "generation": d.generation}
-        existing = {r[0] for r in hooks.run_lifecycle(cur, "backfilled", {
-            **key, "start": start, "end": end}).fetchall()}
+        backfilled = hooks.run_lifecycle(cur, "backfilled", {
+            **key, "start": start, "end": end}).fetchall()
+        # An instant whose recovery identity a skipped occurrence holds (an earlier backfill's
+        # overlap skip, or the first of a skipped range) never ran: it is not existing, this
+        # backfill may run it (that occurrence becomes its own, pending).
+        dropped = {t for t, state in backfilled if state == "skipped"}
+        existing = {t for t, _state in backfilled} - dropped
         # An instant the schedule itself ran (or will run: a pending coalesced or buffered
         # occurrence) is covered by that occurrence; running it again would be a second Work.
+        # An earlier generation's run covers it too: an update that kept the grid (a new
+        # payload) must not turn the instants its predecessor ran into runnable ones.
         ranges = hooks.run_lifecycle(cur, "covered", {
-            **key, "start": start, "end": end}).fetchall()
+            **key, "start": start, "end": end,
+            "this_generation_only": rerun_earlier_generations}).fetchall()
         existing |= {t for t in instants if any(lo <= t <= hi for lo, hi in ranges)}
         new = [t for t in instants if t not in existing]
         busy = [r[0] for r in run(cur, "lock_slot", {"scope_id": scope,
@@ -143,9 +165,12 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         skipped = [t for t in new if t not in run_now]
         ran = []
         for instant in run_now:
-            row = run(cur, "insert_occurrence", {
-                **key, "kind": "recovery", "first": instant, "last": instant,
-                "state": "pending", "now": now, "jitter_us": None}).fetchone()
+            if instant in dropped:
+                row = _revive(cur, key, spec, d.accepted_at_utc, instant, now)
+            else:
+                row = run(cur, "insert_occurrence", {
+                    **key, "kind": "recovery", "first": instant, "last": instant,
+                    "state": "pending", "now": now, "jitter_us": None}).fetchone()
             identity = OccurrenceIdentity(scope, schedule_id, d.generation, "recovery", instant,
                                           fresh_id=row[0], fresh_proof=row[1:])
             ran.append((instant, bridge(cur, identity, d.target_json, now).link.work_id))
@@ -153,11 +178,16 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
             run(cur, "insert_occurrence", {
                 **key, "kind": "recovery", "first": instant, "last": instant,
                 "state": "skipped", "now": now, "jitter_us": None})
-        hooks.count_missed(cur, d, "overlap", len(skipped), now)
+        # An instant skipped again is still one skipped occurrence: counted once.
+        hooks.count_missed(cur, d, "overlap", len([t for t in skipped if t not in dropped]),
+                           now)
         _history(cur, scope, schedule_id, d.generation, "backfilled", actor, now,
                  request_id=request_id, start=records.iso(start), end=records.iso(end),
                  ran=[records.iso(t) for t, _ in ran], skipped=[records.iso(t) for t in skipped],
-                 existing=len(instants) - len(new), cursor_utc=records.iso(d.cursor_utc))
+                 existing=len(instants) - len(new), cursor_utc=records.iso(d.cursor_utc),
+                 rerun_earlier_generations=rerun_earlier_generations,
+                 # runs whose recovery occurrence was a skipped one (its range split, if any)
+                 revived=[records.iso(t) for t, _ in ran if t in dropped])
         result = Backfilled(request_id, ran, skipped, sorted(existing))
         if ran:
             barrier(SCHEDULE_BRIDGE_BEFORE_COMMIT)
@@ -166,14 +196,42 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
     return result
 
 
+def _revive(cur, key: dict[str, Any], spec, accepted_at: datetime, instant: datetime,
+            now: datetime) -> tuple:
+    """Make the skipped recovery occurrence that holds ``instant``'s identity the instant's
+    own pending one; returns the row the bridge needs (id and proof). A skipped range keeps
+    its other instants recorded as skipped: the rest of it is written again, from its first
+    instant that is no recovery occurrence's identity yet (an earlier backfill of one of its
+    instants has its own) -- the skip happened, and ``missed`` already counted it."""
+    row = hooks.run_lifecycle(cur, "revive_skipped", {**key, "first": instant,
+                                                      "now": now}).fetchone()
+    if row is None:  # read under the same definition lock a moment ago: a defect, not a race
+        raise RuntimeError("the skipped occurrence to run matched no row under the lock")
+    last = row[3]
+    if last > instant:
+        taken = {r[0] for r in hooks.run_lifecycle(cur, "recovery_firsts", {
+            **key, "after": instant, "upto": last}).fetchall()}
+        rest = next_instant_after(spec, accepted_at, instant)
+        while rest is not None and rest <= last and rest in taken:
+            rest = next_instant_after(spec, accepted_at, rest)
+        if rest is not None and rest <= last:
+            run(cur, "insert_occurrence", {
+                **key, "kind": "recovery", "first": rest, "last": last, "state": "skipped",
+                "now": now, "jitter_us": None})
+    return row[:3]
+
+
 def _instants(spec, accepted_at: datetime, start: datetime, end: datetime) -> list[datetime]:
     """The nominal instants in ``[start, end]``, at most MAX_INSTANTS (DS153 beyond)."""
     found = instants_in(spec, accepted_at, start - _ONE_US, end)
     if found is None:
         return []
     if found.count > MAX_INSTANTS:
-        raise BackfillRefused(f"the range holds {found.count} instants; at most "
-                              f"{MAX_INSTANTS} per backfill", count=found.count)
+        # A cron window's count stops at the evaluator's limit: then it is a lower bound.
+        holds = f"{found.count}" if found.count_exact else f"at least {found.count}"
+        raise BackfillRefused(f"the range holds {holds} instants; at most "
+                              f"{MAX_INSTANTS} per backfill", count=found.count,
+                              count_exact=found.count_exact)
     out, t = [found.first], found.first
     while len(out) < found.count:
         t = next_instant_after(spec, accepted_at, t)

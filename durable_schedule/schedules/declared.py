@@ -45,15 +45,16 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from importlib import import_module
 from typing import Any
 
 from django.db import transaction
-from django.utils.module_loading import autodiscover_modules
+from django.utils.module_loading import module_has_submodule
 
 from durable_schedule import conf
 from durable_schedule.errors import (
@@ -178,11 +179,29 @@ def forget(scope: str, schedule_id: str) -> None:
 
 
 def autodiscover() -> None:
-    """Import ``<app>.work`` (targets) and then ``<app>.schedules`` of every installed app."""
+    """Import ``<app>.work`` (targets) and then ``<app>.schedules`` of every installed app.
+
+    An error raised while importing a ``schedules`` module that exists propagates with a note
+    naming the module (the rule of Work autodiscovery); a ``DurableError`` -- a declaration
+    ``declare()`` refused -- also names it in its context (``module``), so ``sync_schedules``
+    can say which file to fix in one line."""
+    from django.apps import apps
+
     from durable_schedule.work import autodiscover as work_autodiscover
 
     work_autodiscover()
-    autodiscover_modules("schedules")
+    for app_config in apps.get_app_configs():
+        module = f"{app_config.name}.schedules"
+        try:
+            import_module(module)
+        except Exception as exc:
+            if not module_has_submodule(app_config.module, "schedules"):
+                continue  # the app has no schedules module (or its own import failed above)
+            exc.add_note(f"raised while durable_schedule imported {module} (schedules "
+                         "declared in code)")
+            if isinstance(exc, DurableError):
+                exc.context.setdefault("module", module)
+            raise
 
 
 # ---------------------------------------------------------------- sync
@@ -253,7 +272,7 @@ def sync(*, dry_run: bool = False, prune: bool = False,
             # with nothing declared delete every managed schedule.
             raise InvalidArgument(f"{name} must be True or False", field=name,
                                   got=f"{type(flag).__name__} {flag!r}"[:80])
-    wanted = _one_per_identity(declarations() if declared is None else declared)
+    wanted = _one_per_identity(declarations() if declared is None else _listed(declared))
     if prune and not wanted and not allow_empty:
         raise EmptyPruneRefused("no schedule is declared: --prune would delete every schedule "
                                 "sync manages, in every scope; nothing was changed")
@@ -299,6 +318,23 @@ def _naming(scope: str, schedule_id: str) -> Iterator[None]:
         exc.context.setdefault("schedule_id", schedule_id)
         exc.context["sync"] = "stopped at this declaration; nothing was changed"
         raise
+
+
+def _listed(declared: Any) -> list[Declaration]:
+    """``sync(declared=...)``: a list (or another iterable, not text or a mapping) of
+    ``Declaration`` values, refused with DS406 before anything is read or written otherwise; a
+    string or a dict would otherwise be iterated item by item and fail midway with a bare
+    ``AttributeError``, and a dict's keys would silently stand for the declarations."""
+    if isinstance(declared, (str, bytes, Mapping)) or not hasattr(declared, "__iter__"):
+        raise InvalidArgument("declared must be a list of Declaration values",
+                              field="declared", got=type(declared).__name__)
+    listed = list(declared)
+    for position, decl in enumerate(listed):
+        if not isinstance(decl, Declaration):
+            raise InvalidArgument("declared must be a list of Declaration values (from "
+                                  "schedules.declare)", field="declared", position=position,
+                                  got=type(decl).__name__)
+    return listed
 
 
 def _one_per_identity(wanted: list[Declaration]) -> list[Declaration]:

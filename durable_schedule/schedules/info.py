@@ -55,7 +55,8 @@ class ScheduleInfo:
     resumed_at: datetime | None = None
     #: Instants skipped per cause: ``misfire`` (misfire ``skip``), ``overlap`` (overlap
     #: ``skip``), ``buffer_overflow`` (``buffer_all`` with a full buffer), ``paused`` (resume
-    #: with ``catch_up="skip"``).
+    #: with ``catch_up="skip"``), ``superseded`` (an update: instants no pass evaluated, and
+    #: those of the pending occurrences it superseded).
     missed: dict[str, int] = field(default_factory=dict)
     start_at: datetime | None = None
     end_at: datetime | None = None

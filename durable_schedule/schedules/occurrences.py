@@ -85,6 +85,10 @@ def occurrences(scope: str, schedule_id: str, *, after: int = 0, before: int | N
     validate_scope_id(scope)
     schedule_id = check.schedule_id(schedule_id)
     limit = _page(limit)
+    if type(newest_first) is not bool:
+        # Read as its truthiness, newest_first="no" would page backwards.
+        raise InvalidArgument("newest_first must be True or False", field="newest_first",
+                              got=repr(newest_first)[:80])
     if newest_first:
         if after != 0:
             raise InvalidArgument("newest_first pages with before=, not after=", field="after")

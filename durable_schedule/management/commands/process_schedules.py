@@ -9,8 +9,8 @@ schedule (its target queue is not listed, DS244) does not fail the pass: it is c
 ``held`` and named on stderr, and the run exits 0 (docs/operations.md "Held schedules"). A transient
 database error is retried (rollback, 3 retries, 250 ms -> 500 ms -> 1 s) before a pass fails;
 ``--max-schedules`` bounds a pass with its retries together, and its printed counts are those
-of every attempt. Ctrl-C ends a run with one line on stderr and exit status 130
-(docs/operations.md "Stopping").
+of every attempt. Ctrl-C ends a run with one line on stderr and exit status 130, and so does
+Ctrl-C before the run began (the system checks) (docs/operations.md "Stopping").
 ``--loop`` runs passes until SIGTERM/SIGINT (durable_schedule.runner: NOTIFY wake-up, quarantine
 of unevaluable rows, transient-error retry, daily partition maintenance, graceful stop, exit 0).
 """
@@ -24,6 +24,7 @@ from django.db import DatabaseError
 
 from durable_schedule import conf
 from durable_schedule.errors import DurableError, InvalidArgument
+from durable_schedule.management.interrupts import InterruptedBeforeStart
 from durable_schedule.observability.logs import print_stop_summary
 from durable_schedule.processor import PassCounts, process_due, process_due_once
 from durable_schedule.processor.processor import (
@@ -36,7 +37,7 @@ from durable_schedule.runner.cli import InterruptibleCommand, add_runner_argumen
 from durable_schedule.runner.pooler import check_prepared_statements
 
 
-class Command(InterruptibleCommand, BaseCommand):
+class Command(InterruptedBeforeStart, InterruptibleCommand, BaseCommand):
     help = "Process due schedules: bounded passes that turn due occurrences into accepted Work."
     interrupted_leaves = ("the transaction in progress rolled back; the claims of schedules "
                           "whose decision did not commit released (or left to their leases)")
@@ -60,9 +61,10 @@ class Command(InterruptibleCommand, BaseCommand):
         # None is "not given"; 0 given through call_command is refused below, not defaulted
         seconds = conf.lease_seconds() if options["lease_seconds"] is None \
             else options["lease_seconds"]
-        # beyond timedelta's range the value goes to the lease check as it is, which refuses
-        # it with its diagnostic code instead of an OverflowError
-        duration = timedelta(seconds=seconds) if abs(seconds) <= 10**9 else seconds
+        # beyond timedelta's range, or not a number at all (call_command hands a value over
+        # unparsed: "30", True), the value goes to the lease check as it is, which refuses it
+        # with its diagnostic code instead of an OverflowError or a TypeError
+        duration = timedelta(seconds=seconds) if _seconds_number(seconds) else seconds
 
         pass_options = {"lease_owner": owner, "lease_duration": duration,
                         "claim_batch": options["claim_batch"]}
@@ -78,6 +80,10 @@ class Command(InterruptibleCommand, BaseCommand):
             check_prepared_statements()  # a pooler that drops them: one clear DS415 up front
         except DurableError as exc:
             raise CommandError(str(exc)) from exc
+        # Ctrl-C before this (the system checks, the argument and pooler checks): one line,
+        # exit 130 (management/interrupts.py); from here a bounded run has its own handling
+        # and --loop its graceful stop.
+        self.began = True
         if options["loop"]:
             self._loop(one_pass, verbosity, owner)
             return
@@ -135,6 +141,12 @@ class Command(InterruptibleCommand, BaseCommand):
                 print_stop_summary(self.stdout, "schedule", ended, verbosity, failed=True)
             raise CommandError(f"schedule runner stopped: {_chain(exc)}") from exc
         print_stop_summary(self.stdout, "schedule", stats, verbosity)
+
+
+def _seconds_number(value) -> bool:
+    """A number of seconds ``timedelta`` holds (an int or float, not a bool or text)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and abs(value) <= 10**9)
 
 
 def _passes(value, loop: bool) -> int:

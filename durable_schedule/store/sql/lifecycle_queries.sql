@@ -86,21 +86,51 @@ SELECT (SELECT count(*) FROM durable_schedule_definition WHERE state = 'paused')
            AND d.active_generation = o.generation
          WHERE o.state = 'pending' AND o.kind IN ('nominal', 'recovery'))
 
--- name: backfilled -- the recovery instants of a generation that a backfill of [start, end]
--- would create, already there (one occurrence per instant: first = last).
+-- name: backfilled -- the recovery occurrences of a generation whose identity a backfill of
+-- [start, end] would take: its own single-instant ones (first = last) and skipped ranges that
+-- start at an instant of it (misfire or overlap skip), with their state.
+SELECT first_nominal_utc, state
+  FROM durable_schedule_occurrence
+ WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
+   AND generation = %(generation)s AND kind = 'recovery'
+   AND (first_nominal_utc = last_nominal_utc OR state = 'skipped')
+   AND first_nominal_utc BETWEEN %(start)s AND %(end)s
+
+-- name: revive skipped -- a backfill runs an instant whose recovery identity a skipped
+-- occurrence holds (overlap or misfire skip: it never ran). That occurrence becomes the
+-- instant's own, pending until the Work bridge links it; a skipped range shrinks to its first
+-- instant and its former last instant is returned, so the caller records the rest skipped
+-- again. The proof columns as for a freshly inserted occurrence.
+WITH skipped AS (
+    SELECT id, last_nominal_utc
+      FROM durable_schedule_occurrence
+     WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
+       AND generation = %(generation)s AND kind = 'recovery'
+       AND first_nominal_utc = %(first)s AND state = 'skipped' AND work_id IS NULL
+       FOR UPDATE)
+UPDATE durable_schedule_occurrence o
+   SET state = 'pending', last_nominal_utc = o.first_nominal_utc, updated_at = %(now)s
+  FROM skipped
+ WHERE o.scope_id = %(scope_id)s AND o.id = skipped.id
+RETURNING o.id, current_user, pg_catalog.current_setting('durable_schedule.scope_id', true),
+          skipped.last_nominal_utc
+
+-- name: recovery firsts -- the first instants of a generation's recovery occurrences in
+-- (after, upto]: identities a skipped remainder cannot take.
 SELECT first_nominal_utc
   FROM durable_schedule_occurrence
  WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
    AND generation = %(generation)s AND kind = 'recovery'
-   AND first_nominal_utc = last_nominal_utc
-   AND first_nominal_utc BETWEEN %(start)s AND %(end)s
+   AND first_nominal_utc > %(after)s AND first_nominal_utc <= %(upto)s
 
--- name: covered -- the ranges of a generation's occurrences that ran or will run (Work linked,
+-- name: covered -- the ranges of the schedule's occurrences that ran or will run (Work linked,
 -- or still pending) and overlap a backfill of [start, end]: the schedule already disposed of
--- their instants, so a backfill must not run them a second time.
+-- their instants, so a backfill must not run them a second time. Every generation's, unless
+-- the caller asked to re-run what earlier generations ran (this_generation_only).
 SELECT first_nominal_utc, last_nominal_utc
   FROM durable_schedule_occurrence
  WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
-   AND generation = %(generation)s AND kind IN ('nominal', 'recovery', 'coalesced')
+   AND (generation = %(generation)s OR NOT %(this_generation_only)s)
+   AND kind IN ('nominal', 'recovery', 'coalesced')
    AND (work_id IS NOT NULL OR state IN ('pending', 'claimed', 'materialized'))
    AND first_nominal_utc <= %(end)s AND last_nominal_utc >= %(start)s
