@@ -182,7 +182,12 @@ class ServerIdentity:
             if connection.alias != alias:
                 return
             if self.changed is None:
-                found = self.read(connection)  # a lost connection propagates as usual
+                try:
+                    found = self.read(connection)
+                except DatabaseError as exc:
+                    if is_connection_loss(exc):
+                        raise  # as the connection's first statement would have
+                    return  # unreadable here (a stripped-down server): unchecked, as before
                 with self._lock:
                     if self.known is None:  # the database was down when the loop started
                         self.known = found
