@@ -22,6 +22,7 @@ from django.db import OperationalError, connection
 from durable_schedule.errors import ServerChanged
 from durable_schedule.runner import state
 from durable_schedule.runner.loop import StopFlag
+from durable_schedule.runner.retry import RETRIES
 from durable_schedule.runner.service import serve
 from tests.conftest import database_url
 
@@ -58,29 +59,38 @@ def other_database():
         _admin(f'drop database if exists "{copy}" with (force)')
 
 
-def test_a_pass_retried_onto_another_database_stops_with_ds446(settings, other_database):
+@pytest.mark.parametrize("cuts", [1, RETRIES + 1], ids=["retried-pass", "ridden-out"])
+def test_a_runner_reconnected_to_another_database_stops_with_ds446(settings, other_database,
+                                                                    cuts):
+    """``retried-pass``: the pass's own first retry reconnects (no outage the loop sees);
+    ``ridden-out``: every retry fails, the loop rides the outage out and reconnects. Either
+    way nothing runs or is written in the other database, the heartbeat's beats included."""
     test_db, copy = other_database
-    settings.DURABLE_SCHEDULE = {"HEARTBEAT_SECONDS": 0.05, "RUNNER_DEAD_SECONDS": 60}
+    settings.DURABLE_SCHEDULE = {"HEARTBEAT_SECONDS": 0.05, "RUNNER_DEAD_SECONDS": 60,
+                                 "MAX_IDLE_SECONDS": 0.1, "OUTAGE_TOLERANCE_SECONDS": 30}
     state.reset()
+    calls: list[int] = []
     passes_on: list[str] = []
 
     def run_once(stop) -> dict[str, int]:
-        with connection.cursor() as cur:
-            cur.execute("select current_database()")
-            passes_on.append(cur.fetchone()[0])
-        if len(passes_on) == 1:
+        calls.append(1)
+        if len(calls) == 2:
             # The switch-over: the name now leads to the other database, and every session of
             # this runner (this thread's, the heartbeat thread's) is cut.
             connection.settings_dict["NAME"] = copy
             _admin("select pg_terminate_backend(pid) from pg_stat_activity "
                    "where datname = %s and pid <> pg_backend_pid()", [test_db])
             time.sleep(0.3)  # real time for the heartbeat thread to meet its cut session
+        if 2 <= len(calls) <= 1 + cuts:
             connection.close()
             raise OperationalError("server closed the connection unexpectedly")
+        with connection.cursor() as cur:
+            cur.execute("select current_database()")
+            passes_on.append(cur.fetchone()[0])
         return {"claimed": 0}
 
     stop = StopFlag()
-    timer = threading.Timer(20, stop.set)  # a bound against a loop that never ends
+    timer = threading.Timer(60, stop.set)  # a bound against a loop that never ends
     timer.start()
     try:
         with pytest.raises(ServerChanged) as info:
