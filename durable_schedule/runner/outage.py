@@ -187,7 +187,10 @@ class ServerIdentity:
                 except DatabaseError as exc:
                     if is_connection_loss(exc):
                         raise  # as the connection's first statement would have
-                    return  # unreadable here (a stripped-down server): unchecked, as before
+                    # Unreadable here (a stripped-down server): unchecked, as before; a
+                    # session without autocommit must not start in a failed transaction.
+                    connection.connection.rollback()
+                    return
                 with self._lock:
                     if self.known is None:  # the database was down when the loop started
                         self.known = found

@@ -20,7 +20,7 @@ import pytest
 from django.db import OperationalError, connection
 
 from durable_schedule.errors import ServerChanged
-from durable_schedule.runner import state
+from durable_schedule.runner import outage, state
 from durable_schedule.runner.loop import StopFlag
 from durable_schedule.runner.retry import RETRIES
 from durable_schedule.runner.service import serve
@@ -100,3 +100,47 @@ def test_a_runner_reconnected_to_another_database_stops_with_ds446(settings, oth
     assert info.value.code == "DS446"
     assert passes_on == [test_db]  # no pass ran against the other database
     assert _beats_in(copy) == 0  # neither the heartbeat thread nor the stop record wrote there
+
+
+def test_a_server_that_will_not_tell_its_identity_is_served_unchecked(monkeypatch):
+    """A server whose identity cannot be read (a stripped-down or managed one refusing
+    ``pg_control_system()``) is served as before the check existed: the new connection works,
+    nothing is refused, the session is left usable."""
+    identity = outage.ServerIdentity()
+    identity.learn()
+    assert identity.known is not None
+
+    def refused(conn=None):
+        if conn is None:
+            return real_read()
+        with conn.cursor() as cur:  # a real failed statement on the new session
+            cur.execute("select pg_control_system_refused()")
+        raise AssertionError("unreachable")
+
+    real_read = outage.ServerIdentity.read
+    monkeypatch.setattr(outage.ServerIdentity, "read", staticmethod(refused))
+    with identity.watching("work"):
+        connection.close()
+        with connection.cursor() as cur:
+            cur.execute("select 1")
+            assert cur.fetchone() == (1,)
+    assert identity.changed is None
+
+
+def test_the_identity_is_learnt_from_the_first_connection_when_unknown_at_start(other_database):
+    test_db, copy = other_database
+    identity = outage.ServerIdentity()  # the database was away when the loop started
+    with identity.watching("work"):
+        connection.close()
+        with connection.cursor() as cur:
+            cur.execute("select 1")
+        assert identity.known == outage.ServerIdentity.read()
+        connection.settings_dict["NAME"] = copy
+        connection.close()
+        with pytest.raises(ServerChanged):
+            connection.ensure_connection()
+        assert connection.connection is None  # closed: nothing goes over it
+        connection.settings_dict["NAME"] = test_db
+        with pytest.raises(ServerChanged):  # sticky: the process stops, whatever answers now
+            connection.ensure_connection()
+    connection.ensure_connection()  # the watch ends with the runner
