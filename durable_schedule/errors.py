@@ -532,8 +532,9 @@ class InvalidWaitBudget(WorkError):
 class PayloadTooLarge(PayloadNotEncodable):
     code = "DS250"
     next_action = (
-        "Keep a payload or result under 32 MiB of canonical JSON: store big data elsewhere (a "
-        "table, an object store) and pass its key (docs/work.md \"Accepting Work\")."
+        "Keep a payload or result under 32 MiB of canonical JSON (floats such as 1e+308 count "
+        "as the digits PostgreSQL writes back: send them as strings): store big data elsewhere "
+        "(a table, an object store) and pass its key (docs/work.md \"Accepting Work\")."
     )
 
 

@@ -11,9 +11,10 @@ due schedule is noticed at most ``MAX_IDLE_SECONDS`` late.
 
 Outages: a pass that still fails with a lost connection after its transient retries makes the
 loop wait for the database (runner/outage.py) for up to ``OUTAGE_TOLERANCE_SECONDS``, then carry
-on with a fresh listener; past that it exits with DS405. A database that answers after the
-outage but is not the one the loop served (another system identifier or database oid) ends
-the loop with DS446 before any pass runs against it.
+on with a fresh listener; past that it exits with DS405. A database that answers but is not
+the one the loop served (another system identifier or database oid) ends the loop with DS446
+before anything runs against it: every new connection of the process is checked
+(``outage.ServerIdentity.watching``), after an outage and on a pass's own retried reconnect.
 
 Stopping: SIGTERM/SIGINT/SIGHUP set a flag (a second one changes nothing). The pass in progress
 runs to the end of its current transaction (each schedule or Work item is its own transaction;
@@ -132,6 +133,7 @@ def run_loop(
     max_passes: int | None = None,
     wakes_for: Callable[[str], bool] | None = None,
     after_pass: Callable[[dict[str, int]], object] | None = None,
+    identity: outage.ServerIdentity | None = None,
 ) -> LoopStats:
     """Run passes until ``stop`` is set. ``run_once`` returns counts; a pass "did work" when it
     claimed something. Transient errors are retried by ``run_with_retry``;
@@ -140,10 +142,19 @@ def run_loop(
     What an attempt committed before it raised (runner/committed.py) is carried into the next
     pass that completes (its log line, ``after_pass``, the totals); when the loop ends first
     (stopped during an outage, or an error), into the totals and ``after_pass`` as one more
-    pass. ``after_pass(counts)`` sees every pass's counts (the heartbeat)."""
+    pass. ``after_pass(counts)`` sees every pass's counts (the heartbeat).
+
+    ``identity``: the database the loop serves, already watching every new connection
+    (``serve`` starts it before the heartbeat); without it the loop learns and watches its own."""
+    if identity is None:
+        identity = outage.ServerIdentity()
+        identity.learn()
+        with identity.watching(name):
+            return run_loop(name=name, run_once=run_once, channel=channel,
+                            seconds_until_due=seconds_until_due, stop=stop,
+                            maintenance=maintenance, max_passes=max_passes, wakes_for=wakes_for,
+                            after_pass=after_pass, identity=identity)
     stats = LoopStats()
-    identity = outage.ServerIdentity()
-    identity.learn()
     listener, listener_lost = _open_listener(name, channel)
     last_maintenance = 0.0
     budget = outage.Budget()  # one outage lasts until a pass succeeds again
@@ -177,6 +188,8 @@ def run_loop(
         verify_identity = False
         while not stop.is_set():
             try:
+                if identity.changed is not None:  # another thread's connection found it
+                    identity.check(name)
                 if verify_identity:  # after an outage, before any pass: DS446 for another
                     identity.check(name)  # database; a lost connection here is one more loss
                     verify_identity = False
@@ -209,6 +222,8 @@ def run_loop(
             log.info("%s pass %d: %s", name, stats.passes,
                      " ".join(f"{k}={v}" for k, v in counts.items()),
                      extra={"runner": name, "counts": counts})
+            if identity.changed is not None:  # a connection of this pass, or a beat, found
+                identity.check(name)  # another database: DS446, counted what committed here
             if max_passes is not None and stats.passes >= max_passes:
                 break
             if busy:

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 
 from django.db import (
     DatabaseError,
@@ -29,6 +31,7 @@ from django.db import (
     OperationalError,
     connections,
 )
+from django.db.backends.signals import connection_created
 
 from durable_schedule import conf
 from durable_schedule.errors import (
@@ -111,15 +114,25 @@ select (select system_identifier::text from pg_control_system()),
 
 
 class ServerIdentity:
-    """Which database a loop serves, learnt at its first answer; :meth:`check` after an outage
-    raises ServerChanged (DS446) when the database that answers now is another one."""
+    """Which database a loop serves, learnt at its first answer.
+
+    :meth:`check` after an outage raises ServerChanged (DS446) when the database that answers
+    now is another one. While :meth:`watching`, every new connection of the store's alias, in
+    any thread of the process (the pass's own transient retries reconnect without any outage
+    the loop rides out, and the heartbeat and renewal threads reconnect on their own), is
+    checked before its first statement: one that reaches another database is closed and
+    refused with DS446, and from then on every new connection is refused, so nothing -- a
+    pass, a beat, the stop record -- is written there."""
 
     def __init__(self) -> None:
         self.known: tuple[str, int] | None = None
+        #: The refusal, once a connection found another database (sticky: the process stops).
+        self.changed: ServerChanged | None = None
+        self._lock = threading.Lock()
 
     @staticmethod
-    def read() -> tuple[str, int]:
-        with connections[conf.database_alias()].cursor() as cur:
+    def read(conn=None) -> tuple[str, int]:
+        with (conn or connections[conf.database_alias()]).cursor() as cur:
             cur.execute(_IDENTITY)
             system, database = cur.fetchone()
         return str(system), int(database)
@@ -135,17 +148,64 @@ class ServerIdentity:
     def check(self, name: str) -> None:
         """After an outage: DS446 when another database answers now; a lost connection
         propagates (one more lost pass)."""
+        if self.changed is not None:
+            raise self._again()
         if self.known is None:
             self.learn()
             return
         now = self.read()
         if now != self.known:
             connections[conf.database_alias()].close()
-            raise ServerChanged(
-                f"{name} runner: after the outage the database answering is not the one it "
-                "served; stopped before any pass ran against it",
-                served=f"system {self.known[0]}, database oid {self.known[1]}",
-                found=f"system {now[0]}, database oid {now[1]}")
+            raise self._refuse(name, now)
+
+    def _refuse(self, name: str, found: tuple[str, int]) -> ServerChanged:
+        with self._lock:
+            if self.changed is None:
+                self.changed = ServerChanged(
+                    f"{name} runner: a connection reached another database than the one it "
+                    "served; stopped before anything ran against it",
+                    served=f"system {self.known[0]}, database oid {self.known[1]}",
+                    found=f"system {found[0]}, database oid {found[1]}")
+            return self.changed
+
+    def _again(self) -> ServerChanged:
+        """The refusal as a new exception: threads raising one shared instance would tangle
+        its traceback and context."""
+        return ServerChanged(self.changed.message, **self.changed.context)
+
+    @contextmanager
+    def watching(self, name: str):
+        """Check every new connection of the store's alias while the block runs."""
+        alias = conf.database_alias()
+
+        def on_connect(sender, connection, **kwargs) -> None:
+            if connection.alias != alias:
+                return
+            if self.changed is None:
+                try:
+                    found = self.read(connection)
+                except DatabaseError as exc:
+                    if is_connection_loss(exc):
+                        raise  # as the connection's first statement would have
+                    # Unreadable here (a stripped-down server): unchecked, as before; a
+                    # session without autocommit must not start in a failed transaction.
+                    connection.connection.rollback()
+                    return
+                with self._lock:
+                    if self.known is None:  # the database was down when the loop started
+                        self.known = found
+                if found == self.known:
+                    return
+                self._refuse(name, found)
+            connection.close()  # nothing more goes over it
+            raise self._again()
+
+        uid = f"durable_schedule.server_identity.{id(self)}"
+        connection_created.connect(on_connect, weak=False, dispatch_uid=uid)
+        try:
+            yield self
+        finally:
+            connection_created.disconnect(dispatch_uid=uid)
 
 
 class Budget:

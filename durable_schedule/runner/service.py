@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from durable_schedule.observability import runner_hooks
 from durable_schedule.operations.partitions import ensure_partitions
-from durable_schedule.runner import committed
+from durable_schedule.runner import committed, outage
 from durable_schedule.runner.loop import LoopStats, StopFlag, run_loop
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import connection
@@ -77,6 +77,20 @@ def serve(
     if install_signals:
         stop.install_signal_handlers()
     log.info("%s runner started", queue, extra={"runner": queue})
+    # The database served, learnt before the heartbeat's first write; from then on every new
+    # connection of the process (a pass's own retry, the heartbeat thread's reconnect, the stop
+    # record) that reaches another database is refused with DS446 (runner/outage.py).
+    identity = outage.ServerIdentity()
+    identity.learn()
+    with identity.watching(queue):
+        return _serve_watched(queue, run_once, stop=stop, max_passes=max_passes,
+                              lease_owner=lease_owner, queues=queues, identity=identity)
+
+
+def _serve_watched(queue: str, run_once: Callable[[StopFlag], dict[str, int]], *,
+                   stop: StopFlag, max_passes: int | None, lease_owner: str | None,
+                   queues: tuple[str, ...] | None,
+                   identity: outage.ServerIdentity) -> LoopStats:
     hooks = runner_hooks.start(queue, lease_owner=lease_owner)  # heartbeat, metrics port
     try:
         stats = run_loop(
@@ -89,6 +103,7 @@ def serve(
             maintenance=_maintain_partitions if queue == "schedule" else None,
             max_passes=max_passes,
             wakes_for=None if queues is None else _serves(queues),
+            identity=identity,
         )
     except BaseException as exc:
         ended = committed.loop_stats_of(exc)

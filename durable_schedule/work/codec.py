@@ -58,7 +58,27 @@ class JsonCodec:
 JSON = JsonCodec()
 
 
-def _check(value: Any, field: str, depth: int = 0) -> None:
+def written_out_length(number: int | float) -> int:
+    """The characters PostgreSQL writes for ``number`` when it reads a ``jsonb`` back: a
+    ``numeric`` is written positionally, so a float whose JSON form has an exponent grows --
+    ``1e+308`` (6 characters, a few bytes stored) reads back as 309 digits, ``5e-324`` as 326
+    characters. (``-0.0`` reads back as ``0.0``: one less, never more.)"""
+    text = repr(number) if isinstance(number, bool | int) else float.__repr__(number)
+    mantissa, marker, exponent = text.partition("e")
+    if not marker:
+        return len(text)
+    power = int(exponent)
+    digits = sum(ch.isdigit() for ch in mantissa)
+    if power >= 0:  # the digits, zeros up to the units, and any fraction left after them
+        written = max(digits, power + 1) + (1 if digits > power + 1 else 0)
+    else:  # "0." then zeros, then the digits
+        written = 1 - power + digits
+    return written + text.startswith("-")
+
+
+def _check(value: Any, field: str, depth: int = 0, grows: list[int] | None = None) -> None:
+    """Refuse what JSON or ``jsonb`` cannot hold; ``grows[0]`` gains how much longer the
+    value's floats read back than they are written in its canonical text."""
     if depth > _MAX_DEPTH:
         raise PayloadNotEncodable(f"{field} nests deeper than {_MAX_DEPTH} levels")
     if value is None or isinstance(value, bool | int):
@@ -66,6 +86,10 @@ def _check(value: Any, field: str, depth: int = 0) -> None:
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise PayloadNotEncodable(f"{field} contains NaN or infinity")
+        if grows is not None and (abs(value) >= 1e16 or 0.0 < abs(value) < 1e-4):
+            # Written with an exponent in JSON (Python's repr switches there), positionally
+            # by PostgreSQL: count the difference against the size bound.
+            grows[0] += written_out_length(value) - len(float.__repr__(value))
         return
     if isinstance(value, str):
         if "\x00" in value:
@@ -73,14 +97,14 @@ def _check(value: Any, field: str, depth: int = 0) -> None:
         return
     if isinstance(value, list | tuple):
         for item in value:
-            _check(item, field, depth + 1)
+            _check(item, field, depth + 1, grows)
         return
     if isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise PayloadNotEncodable(f"{field} has a non-string key", key=repr(key))
             _check(key, field, depth + 1)
-            _check(item, field, depth + 1)
+            _check(item, field, depth + 1, grows)
         return
     raise PayloadNotEncodable(f"{field} contains a value JSON cannot hold",
                               type=type(value).__name__)
@@ -116,7 +140,8 @@ def canonical_text_and_bytes(value: Any, field: str = "payload", *,
     not stored as one ``jsonb`` (a hash key)."""
     if limit is CAP:
         limit = MAX_JSON_BYTES
-    _check(value, field)
+    grows = [0]
+    _check(value, field, 0, grows)
     try:
         text = _CANONICAL.encode(value) if _ENCODE_CHUNKS is None else "".join(
             _ENCODE_CHUNKS(value, 0))
@@ -126,6 +151,15 @@ def canonical_text_and_bytes(value: Any, field: str = "payload", *,
     if limit is not None and len(data) > limit:
         raise PayloadTooLarge(f"{field} is {len(data)} bytes of canonical JSON, more than "
                               f"the {limit} a Work can store", size=len(data), limit=limit)
+    if limit is not None and len(data) + grows[0] > limit:
+        # Stored small, but read back as text larger than the bound (past 1 GB PostgreSQL
+        # cannot give it back at all): every read of the row -- work.get, the worker's claim
+        # -- would fail on it.
+        size = len(data) + grows[0]
+        raise PayloadTooLarge(f"{field} is {len(data)} bytes of canonical JSON but {size} as "
+                              "PostgreSQL writes its numbers back out (a float like 1e+308 "
+                              f"reads back as 309 digits), more than the {limit} a Work can "
+                              "store: send such numbers as strings", size=size, limit=limit)
     return text, data
 
 

@@ -175,12 +175,16 @@ def cancel(scope: str, work_id: uuid.UUID | str, *, actor: str,
                                     "lease has ended, can be canceled", state=row.state,
                                     work_id=str(wid), lease_expires_at=row.lease_expires_at)
         detail: dict[str, Any] = {}
+        if row.suspension_reason is not None:
+            # Canceled Work waits for no operator: the reason leaves the row (as proof and
+            # resume take it away) and stays in the history.
+            detail["suspension_reason"] = row.suspension_reason
         if lapsed:
             # The lease holder's outcome, should it still arrive, is fenced (its lease no longer
             # holds the Work); an unresolved permit stays unresolved: nobody knows its effect.
-            detail = {"lease_owner": row.lease_owner, "lease_expires_at": row.lease_expires_at,
-                      "unresolved_permit_no": row.open_permit_no}
+            detail.update(lease_owner=row.lease_owner, lease_expires_at=row.lease_expires_at,
+                          unresolved_permit_no=row.open_permit_no)
         row = transition(cur, row, event="canceled", actor=actor, detail=detail,
                          state=CANCELED, finished_at=row.now, dispatch="delete",
-                         lease_owner=None, lease_expires_at=None)
+                         lease_owner=None, lease_expires_at=None, suspension_reason=None)
     return row.state

@@ -90,3 +90,21 @@ def test_cancel__the_stalled_holder_outcome_is_fenced(clock, define):
     assert one("select reason, result from durable_work_quarantine where work_id = %s",
                (work_id,)) == ("lease_lost", "{\"late\": true}")
     assert count("durable_work_dispatch") == 0
+
+
+def test_cancel__suspended_work_keeps_no_suspension_reason_once_canceled(clock, define):
+    """A suspension reason says why Work waits for an operator; canceled Work waits for nothing.
+    Proof and resume clear it when they end a suspension; cancel left it, so ``work.get``, the
+    admin and the tasks backend showed a terminal Work still "suspended for" a reason. The
+    reason moves into the ``canceled`` history row instead."""
+    d = define("t.cancel_suspended")  # no executor: the claim suspends it unknown_definition
+    work_id = d.enqueue(scope="tenant-a", command="c", idempotency_key="k", payload={}).work_id
+    assert run_pass().suspended == 1
+    assert work_row(work_id, "state", "suspension_reason") == ("suspended", "unknown_definition")
+    assert work.cancel("tenant-a", work_id, actor="ops") == "canceled"
+    assert work_row(work_id, "state", "suspension_reason") == ("canceled", None)
+    info = work.get("tenant-a", work_id)
+    assert (info.state, info.suspension_reason) == ("canceled", None)
+    detail = json.loads(one("select detail from durable_work_history where work_id = %s"
+                            " and event = 'canceled'", (work_id,))[0])
+    assert detail["suspension_reason"] == "unknown_definition"
