@@ -39,7 +39,7 @@ from durable_schedule.store.transactions import connection
 #: ASCII digits only: ``\d`` admits "２０３０-01", which then compared as text after every
 #: month and was refused as "after the current month" instead of as no month at all.
 _MONTH = re.compile(r"^([0-9]{4})-([0-9]{2})$")
-_TABLE = re.compile(r"^durable_schedule_history_\d{6}$")
+_TABLE = re.compile(r"^durable_schedule_history_[0-9]{6}$")
 #: The earliest cutoff accepted. Year 0000 does not exist and no store holds history from
 #: before 2000, so an earlier month is a typo: refused (DS428) like the other bounds rather
 #: than accepted as a cutoff that silently archives nothing.

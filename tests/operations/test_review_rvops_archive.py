@@ -49,3 +49,16 @@ def test_a_month_in_other_digits_is_not_a_month(tmp_path, month):
         call_command("durable_partitions", "--archive-before", month, "--transcript-dir",
                      str(tmp_path), "--dry-run", stdout=StringIO())
     assert str(caught.value).startswith("DS428: --archive-before must be a month YYYY-MM")
+
+
+@pytest.mark.parametrize("option", ["--older-than", "--margin"])
+@pytest.mark.parametrize("value", ["３０d", "٣٠d", "3０h"])
+def test_prune_ages_in_other_digits_are_refused_and_change_nothing(option, value):
+    """docs/operations.md "Retention": a whole number with a unit m, h, d or w; a value in
+    other digits was read as that number (int("３０") is 30) and pruned."""
+    args = ["--older-than", value] if option == "--older-than" else [
+        "--older-than", "30d", "--margin", value]
+    with pytest.raises(CommandError) as caught:
+        call_command("durable_prune", *args, "--dry-run", stdout=StringIO())
+    code = "DS427" if option == "--older-than" else "DS442"
+    assert str(caught.value).startswith(f"{code}: {option} must be a whole number")
