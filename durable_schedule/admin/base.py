@@ -10,6 +10,9 @@ change pages read-only. Operations (suspend, release, delete, proof) are separat
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from django.contrib import admin
 from django.contrib.admin.views.main import ERROR_FLAG, IGNORED_PARAMS, PAGE_VAR
@@ -34,10 +37,40 @@ def _rendered(response):
     return response
 
 
+#: The request of the admin page being rendered: list columns get only the row, and a link to
+#: a page the user may not open must not be offered (a link that answers 403).
+_RENDERING: ContextVar = ContextVar("durable_admin_request", default=None)
+
+
+@contextmanager
+def rendering(request) -> Iterator[None]:
+    """Make ``request`` the page's request while the page is built and rendered."""
+    token = _RENDERING.set(request)
+    try:
+        yield
+    finally:
+        _RENDERING.reset(token)
+
+
+def can_view(request, model) -> bool:
+    """Whether ``request``'s user may open ``model``'s admin pages (its view permission)."""
+    model_admin = admin.site._registry.get(model)
+    return model_admin is not None and model_admin.has_view_permission(request)
+
+
+def viewable_models(request) -> dict[str, bool]:
+    """``model_name -> may open its pages``, for templates that link between pages."""
+    return {model._meta.model_name: can_view(request, model) for model in admin.site._registry
+            if model._meta.app_label == "durable_schedule"}
+
+
 def admin_link(model, pk, label, scope_id: str | None = None):
     """A link to a change page, carrying ``?scope=`` so it reads in that scope under RLS. The
     scope id is query-encoded: one with ``&``, ``+``, ``#`` or ``%`` would otherwise name
-    another scope."""
+    another scope. The label alone when the page's user may not open that page."""
+    request = _RENDERING.get()
+    if request is not None and not can_view(request, model):
+        return label
     url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[pk])
     if scope_id:
         url += f"?{urlencode({scoping.SCOPE_PARAM: scope_id})}"
@@ -124,13 +157,14 @@ class ReadOnlyScopedAdmin(admin.ModelAdmin):
 
     def changelist_view(self, request, extra_context=None):
         self.check_changelist_params(request)
-        with scoping.read_scope(request) as scope_id:
+        with scoping.read_scope(request) as scope_id, rendering(request):
             context = {**(extra_context or {}), **self.scope_context(request, scope_id)}
             return _rendered(super().changelist_view(request, context))
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        with scoping.read_scope(request) as scope_id:
-            context = {**(extra_context or {}), **self.scope_context(request, scope_id)}
+        with scoping.read_scope(request) as scope_id, rendering(request):
+            context = {**(extra_context or {}), **self.scope_context(request, scope_id),
+                       "durable_can_view": viewable_models(request)}
             context.update(self.detail_context(request, object_id, scope_id))
             return _rendered(super().change_view(request, object_id, form_url, context))
 

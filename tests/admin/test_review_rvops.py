@@ -28,3 +28,68 @@ def test_action__a_selected_row_id_that_is_not_one_is_a_bad_request(client, supe
     assert response.status_code == 400
     assert (list(ScheduleDefinition.objects.values_list("revision", flat=True)),
             list(Work.objects.values_list("state", flat=True))) == before
+
+
+def _page(client, url) -> str:
+    response = client.get(url)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+@pytest.fixture
+def schedules_only(db, django_user_model):
+    """Staff who may view schedules and occurrences, not Work, generations or history."""
+    from tests.admin.conftest import _user
+
+    return _user(django_user_model, "schedules-only",
+                 codenames=("view_scheduledefinition", "view_occurrence"))
+
+
+@pytest.fixture
+def work_only(db, django_user_model):
+    from tests.admin.conftest import _user
+
+    return _user(django_user_model, "work-only", codenames=("view_work", "view_workpermit"))
+
+
+def test_links__a_page_links_only_to_pages_its_user_may_open(client, schedules_only, work_only,
+                                                             superuser, scoped_users,
+                                                             two_scopes):
+    """Django's own rule, and the dashboard's (docs/admin.md "Health dashboard"): never a link
+    that answers 403. The schedule page of a user without the Work, generation and history
+    view permissions names them without linking; the same for the occurrence list's Work
+    column and the Work page's schedule."""
+    from django.urls import reverse
+
+    scoped_users["schedules-only"] = ["tenant-a"]
+    scoped_users["work-only"] = ["tenant-a"]
+    rows = two_scopes["tenant-a"]
+    schedule_page = reverse("admin:durable_schedule_scheduledefinition_change",
+                            args=[rows["schedule"]["pk"]])
+    work_page = reverse("admin:durable_schedule_work_change", args=[rows["work"]["pk"]])
+    work_url = reverse("admin:durable_schedule_work_change", args=[rows["work"]["pk"]])
+    generation_urls = "/admin/durable_schedule/schedulegeneration/"
+    history_url = reverse("admin:durable_schedule_schedulehistory_changelist")
+    schedule_url = schedule_page
+
+    client.force_login(schedules_only)
+    page = _page(client, schedule_page)
+    assert str(rows["work"]["work_id"]) in page  # named, not linked
+    assert f'href="{work_url}' not in page
+    assert f'href="{generation_urls}' not in page
+    assert f'href="{history_url}' not in page
+    listing = _page(client, changelist("occurrence"))
+    assert str(rows["work"]["work_id"]) in listing and f'href="{work_url}' not in listing
+    assert client.get(work_url).status_code == 403  # the link would have answered this
+
+    client.force_login(work_only)
+    page = _page(client, work_page)
+    assert "nightly-a" in page and f'href="{schedule_url}' not in page
+    assert f'href="{work_url}' in _page(client, changelist("workpermit"))  # may open it
+
+    client.force_login(superuser)  # who may open them gets the links
+    page = _page(client, schedule_page)
+    assert f'href="{work_url}' in page and f'href="{generation_urls}' in page
+    assert f'href="{history_url}' in page
+    assert f'href="{schedule_url}' in _page(client, work_page)
+    assert f'href="{work_url}' in _page(client, changelist("occurrence"))
