@@ -96,6 +96,7 @@ class HealthDashboardAdmin(admin.ModelAdmin):
                                                if seen.admits(u.scope_id)]
             report.tz_rules_mismatches = _visible_tz_mismatches(report, seen)
             report.work_by_state, report.finished_last_hour = {}, {}
+            report.suspended_work = {}
             report.work_backlog_by_name = {}
         schedule_admin = self.admin_site.get_model_admin(ScheduleDefinition)
         suspended = [{"s": s, "fix": _fix(request, s, schedule_admin)}

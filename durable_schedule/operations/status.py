@@ -99,6 +99,8 @@ class StatusReport:
     #: Schedules held by DS244: their queue was dropped from DURABLE_SCHEDULE['QUEUES'].
     unlisted_queue_schedules: list[UnlistedQueue] = field(default_factory=list)
     work_by_state: dict[str, int] = field(default_factory=dict)
+    #: Suspended Work by suspension reason: each reason has its own fix (SUSPENDED_WORK_FIX).
+    suspended_work: dict[str, int] = field(default_factory=dict)
     #: Schedules an operator paused (not a problem: a decision), and the instants skipped per
     #: cause over every schedule (docs/schedules.md "Missed instants").
     paused_schedules: int = 0
@@ -153,8 +155,8 @@ class StatusReport:
                    for u in self.unlisted_queue_schedules)
         out.extend(f"cron schedule {m} has changed tz rules (manage.py durable_tz_rules)"
                    for m in self.tz_rules_mismatches)
-        if self.work_by_state.get("suspended"):
-            out.append(f"{self.work_by_state['suspended']} Work suspended (needs proof)")
+        out.extend(_suspended_work_problem(reason, n)
+                   for reason, n in sorted(self.suspended_work.items()))
         for name, queue in (("schedule", self.schedules), ("work", self.work)):
             out.extend(self._queue_problems(name, queue))
         return out
@@ -198,6 +200,21 @@ class StatusReport:
             for key in ("started_at", "beat_at", "last_pass_at", "stopped_at"):
                 r[key] = _iso(r[key])
         return data
+
+
+#: What fixes Work suspended for each reason (docs/work.md "Suspension reasons"): a proof only
+#: for an unknown reconciliation verdict; a definition not deployed needs a deploy and resume.
+SUSPENDED_WORK_FIX = {
+    "reconciliation_unknown": "needs proof",
+    "unknown_definition": "deploy its definition, then resume it",
+    "reconciler_missing": "deploy its definition with a reconciler, then resume it",
+    "unevaluable_policy": "its stored policy cannot be read: investigate",
+}
+
+
+def _suspended_work_problem(reason: str, count: int) -> str:
+    fix = SUSPENDED_WORK_FIX.get(reason, "needs an operator")
+    return f"{count} Work suspended ({reason}: {fix})"
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -275,8 +292,10 @@ def _read_scope(cur, scope_id: str, report: StatusReport) -> None:
     for cause, count in json.loads(missed).items():
         report.missed_instants[cause] = report.missed_instants.get(cause, 0) + int(count)
     cur.execute(_q("work_states"))
-    for state, count in cur.fetchall():
+    for state, reason, count in cur.fetchall():
         report.work_by_state[state] = report.work_by_state.get(state, 0) + count
+        if state == "suspended":
+            report.suspended_work[reason] = report.suspended_work.get(reason, 0) + count
     cur.execute(_q("work_finished_last_hour"))
     for state, count in cur.fetchall():
         report.finished_last_hour[state] = report.finished_last_hour.get(state, 0) + count
