@@ -207,7 +207,7 @@ class StatusReport:
 SUSPENDED_WORK_FIX = {
     "reconciliation_unknown": "needs proof",
     "unknown_definition": "deploy its definition, then resume it",
-    "reconciler_missing": "deploy its definition with a reconciler, then resume it",
+    "reconciler_missing": "deploy its reconciler and resume it, or record proof",
     "unevaluable_policy": "its stored policy cannot be read: investigate",
 }
 
