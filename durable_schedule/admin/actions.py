@@ -501,11 +501,17 @@ class WorkOperations(_Operations):
     operation_template = "admin/durable_schedule/proof_confirm.html"
 
     def operations_for(self, request, obj) -> list[dict]:
-        """As for every row, minus *Cancel…* for running Work whose lease still holds by the
-        database clock (work.cancel refuses it, DS217)."""
+        """As for every row, minus what the API would refuse right now (docs/admin.md):
+        *Cancel…* for running Work whose lease still holds by the database clock (DS217), and
+        *Record proof…* for suspended Work without an unresolved admitted permit (a Work
+        suspended before any admission, say ``unknown_definition``: there is no effect to
+        prove, and record_proof refuses it)."""
         offered = super().operations_for(request, obj)
         if obj.state == "running" and not lease_lapsed(obj, timeline.database_now(request)):
             offered = [op for op in offered if op["name"] != "cancel_work"]
+        if any(op["name"] == "proof" for op in offered) and \
+                timeline.unresolved_permit(obj) is None:
+            offered = [op for op in offered if op["name"] != "proof"]
         return offered
 
     def has_record_work_proof_permission(self, request):

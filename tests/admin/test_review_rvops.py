@@ -93,3 +93,28 @@ def test_links__a_page_links_only_to_pages_its_user_may_open(client, schedules_o
     assert f'href="{history_url}' in page
     assert f'href="{schedule_url}' in _page(client, work_page)
     assert f'href="{work_url}' in _page(client, changelist("occurrence"))
+
+
+def test_work_page__offers_proof_only_when_a_permit_awaits_it(client, superuser, clock):
+    """docs/admin.md: the detail page never offers an action the API would refuse. Work
+    suspended before any admission (``unknown_definition``, no permit) has no effect to prove:
+    ``work.record_proof`` refuses it, so *Record proof…* is not offered; *Resume…* is."""
+    from django.db import connection
+    from django.urls import reverse
+
+    from tests.admin.conftest import seed_work
+
+    undeployed = seed_work("tenant-a", state="suspended", permits=())
+    uncertain = seed_work("tenant-a", state="suspended", permits=(None,))
+    with connection.cursor() as cur:
+        cur.execute("update durable_work set suspension_reason = 'unknown_definition' "
+                    "where id = %s", [undeployed["pk"]])
+    client.force_login(superuser)
+
+    def offered(work) -> list[str]:
+        page = client.get(reverse("admin:durable_schedule_work_change", args=[work["pk"]]))
+        return [op["name"] for op in page.context["operations"]]
+
+    assert "proof" not in offered(undeployed)
+    assert "resume_work" in offered(undeployed)
+    assert "proof" in offered(uncertain)
