@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from django.contrib import admin
-from django.contrib.admin.views.main import ERROR_FLAG, IGNORED_PARAMS, PAGE_VAR
+from django.contrib.admin.views.main import ERROR_FLAG, IGNORED_PARAMS, PAGE_VAR, ChangeList
 from django.db.models import OuterRef, Subquery
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -85,6 +85,15 @@ def _is_uuid(term: str) -> bool:
     return True
 
 
+class DeferringChangeList(ChangeList):
+    """The change list of a page whose ``list_deferred`` JSON columns are not read."""
+
+    def get_queryset(self, request, exclude_parameters=None):
+        queryset = super().get_queryset(request, exclude_parameters)
+        deferred = getattr(self.model_admin, "list_deferred", ())
+        return queryset.defer(*deferred) if deferred else queryset
+
+
 class ReadOnlyScopedAdmin(admin.ModelAdmin):
     """Read-only and filtered to the user's scopes; reads run in the page's scope."""
 
@@ -108,6 +117,12 @@ class ReadOnlyScopedAdmin(admin.ModelAdmin):
 
     #: A UUID column searched exactly when the search term is a UUID (``work_id``), else None.
     uuid_search_field: str | None = None
+    #: JSON columns the change list never shows and need not read: a Work payload may be
+    #: 32 MiB, and a page of fifty such rows would load them all for nothing.
+    list_deferred: tuple[str, ...] = ()
+
+    def get_changelist(self, request, **kwargs):
+        return DeferringChangeList
 
     def get_search_results(self, request, queryset, search_term):
         # A text search on a UUID column would cast every row; a whole UUID is matched exactly

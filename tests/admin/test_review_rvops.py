@@ -118,3 +118,67 @@ def test_work_page__offers_proof_only_when_a_permit_awaits_it(client, superuser,
     assert "proof" not in offered(undeployed)
     assert "resume_work" in offered(undeployed)
     assert "proof" in offered(uncertain)
+
+
+def seed_generation_with_payload(payload: str) -> int:
+    from django.db import connection
+
+    from tests.admin.conftest import seed_schedule
+
+    seed_schedule("tenant-a", "big")
+    with connection.cursor() as cur:
+        cur.execute("""insert into durable_schedule_generation (scope_id, schedule_id, generation,
+                       kind, spec, accepted_at_utc, target, overlap_policy, misfire_policy,
+                       safety_window, evaluator_version, created_by)
+                   select scope_id, schedule_id, 2, kind, spec, accepted_at_utc,
+                          jsonb_build_object('payload', %s::text), overlap_policy,
+                          misfire_policy, safety_window, evaluator_version, created_by
+                     from durable_schedule_generation where schedule_id = 'big'
+                   returning id""", [payload])
+        return cur.fetchone()[0]
+
+
+def test_huge_payloads__lists_do_not_read_them_and_pages_show_a_bounded_part(client, superuser,
+                                                                              clock):
+    """A Work payload may be 32 MiB (the Work cap): the Work list read every row's payload,
+    result and error for columns it never shows (fifty such rows are 1.6 GB in one request),
+    and the Work page printed the whole payload into the HTML. Lists now leave those columns
+    unread; pages show the first part of a large value and say how large it is."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.urls import reverse
+
+    from tests.admin.conftest import seed_work
+
+    big = "x" * 3_000_000
+    work = seed_work("tenant-a", state="suspended", permits=(None,))
+    with connection.cursor() as cur:
+        cur.execute("update durable_work set payload = jsonb_build_object('blob', %s::text), "
+                    "last_error = jsonb_build_object('message', %s::text) where id = %s",
+                    [big, big, work["pk"]])
+        cur.execute("update durable_work_quarantine set result = to_jsonb(%s::text)", [big])
+    generation_pk = seed_generation_with_payload(big)
+    client.force_login(superuser)
+    from durable_schedule.store.models import WorkQuarantine
+
+    big_columns = ('"durable_work"."payload"', '"durable_work"."result"',
+                   '"durable_work"."last_error"', '"durable_work_quarantine"."result"')
+    big_columns += ('"durable_schedule_generation"."target"',)
+    for name in ("work", "workquarantine", "schedulegeneration"):
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(changelist(name)).status_code == 200
+            listed = client.get(changelist(name)).content.decode()
+            assert (str(work["work_id"]) if name != "schedulegeneration" else "big") in listed
+        read = [sql for sql in (q["sql"] for q in queries.captured_queries)
+                if any(column in sql for column in big_columns)]
+        assert not read, read
+    page = client.get(reverse("admin:durable_schedule_work_change", args=[work["pk"]]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert len(html) < 500_000
+    assert "3000012 bytes" in html  # the payload's size, said where it is cut
+    for name, pk in (("workquarantine", WorkQuarantine.objects.get().pk),
+                     ("schedulegeneration", generation_pk)):
+        page = client.get(reverse(f"admin:durable_schedule_{name}_change", args=[pk]))
+        assert page.status_code == 200
+        assert len(page.content) < 100_000 and "bytes of JSON in all" in page.content.decode()
