@@ -250,7 +250,9 @@ class _Operations:
             raise PermissionDenied
         ids = _selected_ids(request)
         with scoping.read_scope(request):
-            rows = list(self.get_queryset(request).filter(pk__in=ids).order_by("pk"))
+            # Up to MAX_ROWS rows: not their payloads (ReadOnlyScopedAdmin.list_deferred).
+            rows = list(self.get_queryset(request).filter(pk__in=ids).order_by("pk")
+                        .defer(*self.list_deferred))
             extra = self.operation_rows_context(request, op, rows)
         form = op.form(request.POST if request.method == "POST" else None,
                        initial=self.operation_initial(op))

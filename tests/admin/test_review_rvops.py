@@ -182,3 +182,20 @@ def test_huge_payloads__lists_do_not_read_them_and_pages_show_a_bounded_part(cli
         page = client.get(reverse(f"admin:durable_schedule_{name}_change", args=[pk]))
         assert page.status_code == 200
         assert len(page.content) < 100_000 and "bytes of JSON in all" in page.content.decode()
+
+
+def test_huge_payloads__an_operation_page_does_not_read_them(client, superuser, clock):
+    """The confirmation page of an operation lists up to 100 Work rows: not their payloads."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.urls import reverse
+
+    from tests.admin.conftest import seed_work
+
+    work = seed_work("tenant-a", state="suspended", permits=(None,))
+    client.force_login(superuser)
+    url = reverse("admin:durable_schedule_work_operate", args=["cancel_work"])
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(f"{url}?ids={work['pk']}").status_code == 200
+    assert not [q["sql"] for q in queries.captured_queries
+                if '"durable_work"."payload"' in q["sql"]]
