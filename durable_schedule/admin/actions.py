@@ -27,6 +27,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import BadRequest, PermissionDenied
+from django.db import transaction
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -208,8 +209,10 @@ class _Operations:
 
     def get_urls(self):
         name = f"{self.opts.app_label}_{self.opts.model_name}_operate"
-        own = [path("operate/<str:operation>/", self.admin_site.admin_view(self.operation_view),
-                    name=name)]
+        # Never one request transaction (ATOMIC_REQUESTS): each API call commits on its own,
+        # so an error at a later row leaves the rows already handled (and reported) handled.
+        view = transaction.non_atomic_requests(self.admin_site.admin_view(self.operation_view))
+        own = [path("operate/<str:operation>/", view, name=name)]
         return own + super().get_urls()
 
     def response_action(self, request, queryset):

@@ -199,3 +199,42 @@ def test_huge_payloads__an_operation_page_does_not_read_them(client, superuser, 
         assert client.get(f"{url}?ids={work['pk']}").status_code == 200
     assert not [q["sql"] for q in queries.captured_queries
                 if '"durable_work"."payload"' in q["sql"]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_atomic_requests__rows_already_handled_stay_handled(client, committed_clock,
+                                                            monkeypatch):
+    """docs/admin.md "How every operation runs", 5: an error that is not a DurableError fails
+    the request, and rows already handled stay handled, each API call committing on its own.
+    Under ATOMIC_REQUESTS the whole request was one transaction, so the failure rolled back
+    the rows the messages had not even reported yet: the operation view is not atomic."""
+    from django.contrib.auth import get_user_model
+    from django.db import connections
+
+    from durable_schedule import schedules
+    from tests.admin.test_actions import token_from
+    from tests.admin.test_lifecycle_actions import make, operate_url
+
+    # In place, and put back after the test (monkeypatch): the connection reads its own dict.
+    monkeypatch.setitem(connections["default"].settings_dict, "ATOMIC_REQUESTS", True)
+    first, second = make("first"), make("second")
+    user = get_user_model().objects.create_superuser("root", "root@x.test", "pw")
+    client.force_login(user)
+    real = schedules.suspend
+
+    def suspend(scope, schedule_id, *args, **kwargs):
+        if schedule_id == "second":
+            raise RuntimeError("the database went away")  # not a DurableError
+        return real(scope, schedule_id, *args, **kwargs)
+
+    monkeypatch.setattr(schedules, "suspend", suspend)
+    client.raise_request_exception = False
+    url = operate_url("suspend", first, second)
+    page = client.get(url)
+    form = {"csrfmiddlewaretoken": token_from(page), "ids": f"{first},{second}",
+            "reason": "outage"}
+    for row in page.context["rows"]:
+        form[f"revision-{row.pk}"] = str(row.revision)
+    assert client.post(url, form).status_code == 500
+    states = dict(ScheduleDefinition.objects.values_list("schedule_id", "state"))
+    assert states == {"first": "suspended", "second": "active"}
