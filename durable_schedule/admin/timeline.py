@@ -235,7 +235,9 @@ def schedule_timeline(schedule: ScheduleDefinition, request=None) -> dict:
                          schedule.cursor_utc, end_at=active.end_at, runs_left=runs_left)
         if active and schedule.state not in FINISHED else None,
         "runs_left": runs_left,
-        "lateness": format_duration(lateness(due, now)),
+        # Only an active schedule can be late: a paused or suspended one waits for an
+        # operator, which its state says (docs/admin.md; the list column reads the same).
+        "lateness": format_duration(lateness(due, now) if schedule.state == "active" else None),
         "unevaluable": active is not None and due is None and schedule.state not in FINISHED
         and _unevaluable(active),
         "active": active,

@@ -238,3 +238,34 @@ def test_atomic_requests__rows_already_handled_stay_handled(client, committed_cl
     assert client.post(url, form).status_code == 500
     states = dict(ScheduleDefinition.objects.values_list("schedule_id", "state"))
     assert states == {"first": "suspended", "second": "active"}
+
+
+@pytest.mark.parametrize(("state", "reason"), [("suspended", "clock_jump"),
+                                               ("suspended", "operator"), ("paused", None)])
+def test_detail_page__lateness_only_for_an_active_schedule(client, superuser, clock, state,
+                                                          reason):
+    """docs/admin.md: lateness is shown only for active schedules; a suspended or paused one
+    waits for an operator ("lateness —" in the table of states). The list said so, the detail
+    page still printed "(late by 4 h)" for them."""
+    from django.db import connection
+    from django.urls import reverse
+
+    from tests.admin.conftest import seed_schedule
+
+    late = seed_schedule("tenant-a", "late")  # next due T0 - 4 h, the clock at T0
+    waiting = seed_schedule("tenant-a", "waiting", state="suspended" if reason else "active",
+                            reason=reason)
+    if state == "paused":
+        with connection.cursor() as cur:
+            cur.execute("update durable_schedule_definition set state = 'paused', paused_at = "
+                        "created_at, paused_by = 'root', pause_note = 'n' where id = %s",
+                        [waiting["pk"]])
+    client.force_login(superuser)
+
+    def next_due_cell(pk) -> str:
+        html = client.get(reverse("admin:durable_schedule_scheduledefinition_change",
+                                  args=[pk])).content.decode()
+        return html.split('id="timeline-next-due">')[1].split("</td>")[0]
+
+    assert "late by 4 h" in next_due_cell(late["pk"])
+    assert "late by" not in next_due_cell(waiting["pk"])
