@@ -269,3 +269,45 @@ def test_detail_page__lateness_only_for_an_active_schedule(client, superuser, cl
 
     assert "late by 4 h" in next_due_cell(late["pk"])
     assert "late by" not in next_due_cell(waiting["pk"])
+
+
+def test_dashboard__a_scoped_user_sees_only_their_tz_rules_problems_read_bounded(
+        client, viewer, scoped_users, clock, tmp_path, monkeypatch):
+    """docs/admin.md "Health dashboard": a user who sees only some scopes gets only their
+    schedules with changed tz rules; docs/operations.md: every read of the dashboard is
+    bounded (5 s by default), the re-read of the tz inventory for such a user included (it ran
+    without a bound: a lock on a store table held the page for as long as the lock)."""
+    from datetime import UTC, datetime
+
+    from demo import schedule_targets
+    from django.contrib.auth.models import Permission
+    from django.urls import reverse
+
+    from durable_schedule import schedules
+    from durable_schedule.evaluation.cron import zones
+    from durable_schedule.operations import probe, tz_rules
+    from tests.evaluation.cron.tzif import write_tzif
+    from tests.schedules.test_cron import BERLIN_EARLY
+
+    clock.set(datetime(2030, 1, 1, tzinfo=UTC))
+    target = schedule_targets.report.target(payload={"report": "noon"})
+    for scope in ("tenant-a", "tenant-b"):
+        schedules.create(scope, "noon", schedules.Cron("0 12 * * *", "Europe/Berlin"), target)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_runnerheartbeat"))
+    scoped_users["viewer"] = ["tenant-a"]
+    reads = []
+    real = tz_rules.collect
+
+    def spy(*args, **kwargs):
+        reads.append(kwargs.get("timeout"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tz_rules, "collect", spy)
+    client.force_login(viewer)
+    early = write_tzif(tmp_path / "berlin", BERLIN_EARLY, 3600, "CET")
+    with zones.override("Europe/Berlin", early):
+        body = client.get(reverse("admin:durable_schedule_runnerheartbeat_changelist")) \
+            .content.decode()
+    assert "cron schedule tenant-a/noon has changed tz rules" in body
+    assert "tenant-b" not in body
+    assert reads and all(t == probe.DEFAULT_TIMEOUT_SECONDS for t in reads), reads
