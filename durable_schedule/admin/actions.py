@@ -27,7 +27,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import BadRequest, PermissionDenied
-from django.db import transaction
+from django.db import connections, transaction
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -211,7 +211,9 @@ class _Operations:
         name = f"{self.opts.app_label}_{self.opts.model_name}_operate"
         # Never one request transaction (ATOMIC_REQUESTS): each API call commits on its own,
         # so an error at a later row leaves the rows already handled (and reported) handled.
-        view = transaction.non_atomic_requests(self.admin_site.admin_view(self.operation_view))
+        view = self.admin_site.admin_view(self.operation_view)
+        for alias in connections:  # the API's alias (DURABLE_SCHEDULE['DATABASE']) included
+            view = transaction.non_atomic_requests(using=alias)(view)
         own = [path("operate/<str:operation>/", view, name=name)]
         return own + super().get_urls()
 
