@@ -99,7 +99,7 @@ class StatusReport:
     #: Schedules held by DS244: their queue was dropped from DURABLE_SCHEDULE['QUEUES'].
     unlisted_queue_schedules: list[UnlistedQueue] = field(default_factory=list)
     work_by_state: dict[str, int] = field(default_factory=dict)
-    #: Suspended Work by suspension reason: each reason has its own fix (SUSPENDED_WORK_FIX).
+    #: Suspended Work by suspension reason: a proof fixes some, not all (SUSPENDED_WORK_FIX).
     suspended_work: dict[str, int] = field(default_factory=dict)
     #: Schedules an operator paused (not a problem: a decision), and the instants skipped per
     #: cause over every schedule (docs/schedules.md "Missed instants").
@@ -155,8 +155,7 @@ class StatusReport:
                    for u in self.unlisted_queue_schedules)
         out.extend(f"cron schedule {m} has changed tz rules (manage.py durable_tz_rules)"
                    for m in self.tz_rules_mismatches)
-        out.extend(_suspended_work_problem(reason, n)
-                   for reason, n in sorted(self.suspended_work.items()))
+        out.extend(_suspended_work_problems(self.suspended_work))
         for name, queue in (("schedule", self.schedules), ("work", self.work)):
             out.extend(self._queue_problems(name, queue))
         return out
@@ -205,16 +204,20 @@ class StatusReport:
 #: What fixes Work suspended for each reason (docs/work.md "Suspension reasons"): a proof only
 #: for an unknown reconciliation verdict; a definition not deployed needs a deploy and resume.
 SUSPENDED_WORK_FIX = {
-    "reconciliation_unknown": "needs proof",
     "unknown_definition": "deploy its definition, then resume it",
     "reconciler_missing": "deploy its reconciler and resume it, or record proof",
     "unevaluable_policy": "its stored policy cannot be read: investigate",
 }
 
 
-def _suspended_work_problem(reason: str, count: int) -> str:
-    fix = SUSPENDED_WORK_FIX.get(reason, "needs an operator")
-    return f"{count} Work suspended ({reason}: {fix})"
+def _suspended_work_problems(by_reason: dict[str, int]) -> list[str]:
+    """One problem for the Work whose effect awaits a proof (``reconciliation_unknown``, the
+    wording of every suspended Work before), one per reason with another fix."""
+    proof = sum(n for reason, n in by_reason.items() if reason not in SUSPENDED_WORK_FIX)
+    out = [f"{proof} Work suspended (needs proof)"] if proof else []
+    out.extend(f"{by_reason[reason]} Work suspended ({reason}: {fix})"
+               for reason, fix in SUSPENDED_WORK_FIX.items() if by_reason.get(reason))
+    return out
 
 
 def _iso(value: datetime | None) -> str | None:

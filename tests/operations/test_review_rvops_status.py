@@ -37,10 +37,10 @@ def test_status__each_suspended_work_reason_with_its_own_fix(clock):
     assert report["work_by_state"]["suspended"] == 4
     work_problems = [p for p in report["problems"] if "Work suspended" in p]
     assert work_problems == [
+        "1 Work suspended (needs proof)",
+        "2 Work suspended (unknown_definition: deploy its definition, then resume it)",
         "1 Work suspended (reconciler_missing: deploy its reconciler and resume it, or record "
         "proof)",
-        "1 Work suspended (reconciliation_unknown: needs proof)",
-        "2 Work suspended (unknown_definition: deploy its definition, then resume it)",
     ]
     code, text = status()
     assert code == 1
