@@ -139,7 +139,7 @@ class ScheduleGenerationAdmin(ReadOnlyScopedAdmin):
 
     @admin.display(description="target")
     def target_json(self, obj):
-        return timeline.json_preview(obj.target)
+        return timeline.json_preview(obj.target, ascii_only=False)
 
 
 @admin.register(Occurrence)

@@ -164,9 +164,10 @@ def as_json(value) -> str:
 JSON_SHOWN = 10_000
 
 
-def json_preview(value) -> str:
-    """:func:`as_json`, cut after :data:`JSON_SHOWN` characters with the whole size said."""
-    text = as_json(value)
+def json_preview(value, *, ascii_only: bool = True) -> str:
+    """:func:`as_json`, cut after :data:`JSON_SHOWN` characters with the whole size said.
+    ``ascii_only=False``: non-ASCII text as it is (how Django's own JSON field display read)."""
+    text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=ascii_only)
     if len(text) <= JSON_SHOWN:
         return text
     size = len(text.encode())

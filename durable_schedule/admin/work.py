@@ -68,15 +68,16 @@ class WorkAdmin(actions.WorkOperations, ReadOnlyScopedAdmin):
     # A payload may be 32 MiB: the page shows its first part and says how large it is.
     @admin.display(description="payload")
     def payload_json(self, obj):
-        return timeline.json_preview(obj.payload)
+        return timeline.json_preview(obj.payload, ascii_only=False)
 
     @admin.display(description="result")
     def result_json(self, obj):
-        return "-" if obj.result is None else timeline.json_preview(obj.result)
+        return "-" if obj.result is None else timeline.json_preview(obj.result, ascii_only=False)
 
     @admin.display(description="last error")
     def last_error_json(self, obj):
-        return "-" if obj.last_error is None else timeline.json_preview(obj.last_error)
+        return "-" if obj.last_error is None else timeline.json_preview(obj.last_error,
+                                                                         ascii_only=False)
 
     @admin.display(description="work", ordering="work_name")
     def work(self, obj):
@@ -141,7 +142,7 @@ class WorkQuarantineAdmin(_ByWork):
 
     @admin.display(description="result")
     def result_json(self, obj):
-        return "-" if obj.result is None else timeline.json_preview(obj.result)
+        return "-" if obj.result is None else timeline.json_preview(obj.result, ascii_only=False)
     list_display = ("scope_id", "work", "attempt", "lease_owner", "lease_generation", "reason",
                     "recorded_at")
     list_filter = (_distinct("reason", "reason"),)

@@ -311,3 +311,22 @@ def test_dashboard__a_scoped_user_sees_only_their_tz_rules_problems_read_bounded
     assert "cron schedule tenant-a/noon has changed tz rules" in body
     assert "tenant-b" not in body
     assert reads and all(t == probe.DEFAULT_TIMEOUT_SECONDS for t in reads), reads
+
+
+def test_work_page__a_small_payload_reads_whole_and_as_written(client, superuser, clock):
+    """Below the cut, the Work page shows the payload whole, non-ASCII text as it is (as
+    Django's own JSON display did)."""
+    from django.db import connection
+    from django.urls import reverse
+
+    from tests.admin.conftest import seed_work
+
+    work = seed_work("tenant-a", state="pending")
+    with connection.cursor() as cur:
+        cur.execute("""update durable_work set payload = '{"name": "Zoë <b>", "n": 1}'::jsonb
+                       where id = %s""", [work["pk"]])
+    client.force_login(superuser)
+    html = client.get(reverse("admin:durable_schedule_work_change",
+                              args=[work["pk"]])).content.decode()
+    assert "{&quot;n&quot;: 1, &quot;name&quot;: &quot;Zoë &lt;b&gt;&quot;}" in html
+    assert "bytes of JSON in all" not in html
