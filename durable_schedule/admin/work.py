@@ -136,6 +136,11 @@ class WorkQuarantineAdmin(_ByWork):
     """Late or fenced-off results kept as evidence, never as success (docs/protocol/work.md)."""
 
     verbose_name_plural = "work quarantine"
+    list_display = ("scope_id", "work", "attempt", "lease_owner", "lease_generation", "reason",
+                    "recorded_at")
+    list_filter = (_distinct("reason", "reason"),)
+    search_fields = ("=scope_id", "=lease_owner")
+    ordering = ("-recorded_at", "-id")
     list_deferred = ("result",)
     exclude = ("result",)
     readonly_fields = ("result_json",)
@@ -143,11 +148,6 @@ class WorkQuarantineAdmin(_ByWork):
     @admin.display(description="result")
     def result_json(self, obj):
         return "-" if obj.result is None else timeline.json_preview(obj.result, ascii_only=False)
-    list_display = ("scope_id", "work", "attempt", "lease_owner", "lease_generation", "reason",
-                    "recorded_at")
-    list_filter = (_distinct("reason", "reason"),)
-    search_fields = ("=scope_id", "=lease_owner")
-    ordering = ("-recorded_at", "-id")
 
 
 @admin.register(WorkHistory)
