@@ -25,7 +25,9 @@ from dataclasses import dataclass
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import BadRequest, PermissionDenied
+from django.db import connections, transaction
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -168,12 +170,17 @@ def _selected_ids(request) -> list[int]:
     operation handles are refused, not cut to the first MAX_ROWS unseen."""
     raw = (request.POST.get("ids") if request.method == "POST" else request.GET.get("ids")) or ""
     parts = [part for part in raw.split(",") if part]
-    if not parts or not all(p.isascii() and p.isdigit() and len(p) <= 18 for p in parts):
+    if not parts or not all(_is_row_id(p) for p in parts):
         raise _bad_ids("must be a comma-separated list of row ids", raw)
     ids = sorted({int(part) for part in parts})
     if len(ids) > MAX_ROWS:
         raise _bad_ids(f"names {len(ids)} rows; an operation handles at most {MAX_ROWS}", raw)
     return ids
+
+
+def _is_row_id(text: str) -> bool:
+    """A row id as a form or URL may carry it: ASCII digits that fit a bigint."""
+    return text.isascii() and text.isdigit() and len(text) <= 18
 
 
 def _bad_ids(why: str, raw: str) -> BadRequest:
@@ -202,9 +209,23 @@ class _Operations:
 
     def get_urls(self):
         name = f"{self.opts.app_label}_{self.opts.model_name}_operate"
-        own = [path("operate/<str:operation>/", self.admin_site.admin_view(self.operation_view),
-                    name=name)]
+        # Never one request transaction (ATOMIC_REQUESTS): each API call commits on its own,
+        # so an error at a later row leaves the rows already handled (and reported) handled.
+        view = self.admin_site.admin_view(self.operation_view)
+        for alias in connections:  # the API's alias (DURABLE_SCHEDULE['DATABASE']) included
+            view = transaction.non_atomic_requests(using=alias)(view)
+        own = [path("operate/<str:operation>/", view, name=name)]
         return own + super().get_urls()
+
+    def response_action(self, request, queryset):
+        """Django's change list action, after checking the selected row ids: Django passes
+        them to ``pk__in`` as posted, and a crafted ``_selected_action=abc`` was a server error
+        (ValueError) instead of a refusal. Anything but row ids is a 400 (DS406)."""
+        selected = request.POST.getlist(ACTION_CHECKBOX_NAME)
+        bad = [value for value in selected if not _is_row_id(value)]
+        if bad:
+            raise _bad_ids("must be row ids", ",".join(bad))
+        return super().response_action(request, queryset)
 
     def operation_url(self, operation: str) -> str:
         return reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_operate",
@@ -234,7 +255,9 @@ class _Operations:
             raise PermissionDenied
         ids = _selected_ids(request)
         with scoping.read_scope(request):
-            rows = list(self.get_queryset(request).filter(pk__in=ids).order_by("pk"))
+            # Up to MAX_ROWS rows: not their payloads (ReadOnlyScopedAdmin.list_deferred).
+            rows = list(self.get_queryset(request).filter(pk__in=ids).order_by("pk")
+                        .defer(*self.list_deferred))
             extra = self.operation_rows_context(request, op, rows)
         form = op.form(request.POST if request.method == "POST" else None,
                        initial=self.operation_initial(op))
@@ -485,11 +508,17 @@ class WorkOperations(_Operations):
     operation_template = "admin/durable_schedule/proof_confirm.html"
 
     def operations_for(self, request, obj) -> list[dict]:
-        """As for every row, minus *Cancel…* for running Work whose lease still holds by the
-        database clock (work.cancel refuses it, DS217)."""
+        """As for every row, minus what the API would refuse right now (docs/admin.md):
+        *Cancel…* for running Work whose lease still holds by the database clock (DS217), and
+        *Record proof…* for suspended Work without an unresolved admitted permit (a Work
+        suspended before any admission, say ``unknown_definition``: there is no effect to
+        prove, and record_proof refuses it)."""
         offered = super().operations_for(request, obj)
         if obj.state == "running" and not lease_lapsed(obj, timeline.database_now(request)):
             offered = [op for op in offered if op["name"] != "cancel_work"]
+        if any(op["name"] == "proof" for op in offered) and \
+                timeline.unresolved_permit(obj) is None:
+            offered = [op for op in offered if op["name"] != "proof"]
         return offered
 
     def has_record_work_proof_permission(self, request):

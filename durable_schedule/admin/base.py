@@ -10,9 +10,12 @@ change pages read-only. Operations (suspend, release, delete, proof) are separat
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from django.contrib import admin
-from django.contrib.admin.views.main import ERROR_FLAG, IGNORED_PARAMS, PAGE_VAR
+from django.contrib.admin.views.main import ERROR_FLAG, IGNORED_PARAMS, PAGE_VAR, ChangeList
 from django.db.models import OuterRef, Subquery
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -34,10 +37,40 @@ def _rendered(response):
     return response
 
 
+#: The request of the admin page being rendered: list columns get only the row, and a link to
+#: a page the user may not open must not be offered (a link that answers 403).
+_RENDERING: ContextVar = ContextVar("durable_admin_request", default=None)
+
+
+@contextmanager
+def rendering(request) -> Iterator[None]:
+    """Make ``request`` the page's request while the page is built and rendered."""
+    token = _RENDERING.set(request)
+    try:
+        yield
+    finally:
+        _RENDERING.reset(token)
+
+
+def can_view(request, model) -> bool:
+    """Whether ``request``'s user may open ``model``'s admin pages (its view permission)."""
+    model_admin = admin.site._registry.get(model)
+    return model_admin is not None and model_admin.has_view_permission(request)
+
+
+def viewable_models(request) -> dict[str, bool]:
+    """``model_name -> may open its pages``, for templates that link between pages."""
+    return {model._meta.model_name: can_view(request, model) for model in admin.site._registry
+            if model._meta.app_label == "durable_schedule"}
+
+
 def admin_link(model, pk, label, scope_id: str | None = None):
     """A link to a change page, carrying ``?scope=`` so it reads in that scope under RLS. The
     scope id is query-encoded: one with ``&``, ``+``, ``#`` or ``%`` would otherwise name
-    another scope."""
+    another scope. The label alone when the page's user may not open that page."""
+    request = _RENDERING.get()
+    if request is not None and not can_view(request, model):
+        return label
     url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[pk])
     if scope_id:
         url += f"?{urlencode({scoping.SCOPE_PARAM: scope_id})}"
@@ -50,6 +83,15 @@ def _is_uuid(term: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+class DeferringChangeList(ChangeList):
+    """The change list of a page whose ``list_deferred`` JSON columns are not read."""
+
+    def get_queryset(self, request, exclude_parameters=None):
+        queryset = super().get_queryset(request, exclude_parameters)
+        deferred = getattr(self.model_admin, "list_deferred", ())
+        return queryset.defer(*deferred) if deferred else queryset
 
 
 class ReadOnlyScopedAdmin(admin.ModelAdmin):
@@ -75,6 +117,12 @@ class ReadOnlyScopedAdmin(admin.ModelAdmin):
 
     #: A UUID column searched exactly when the search term is a UUID (``work_id``), else None.
     uuid_search_field: str | None = None
+    #: JSON columns the change list never shows and need not read: a Work payload may be
+    #: 32 MiB, and a page of fifty such rows would load them all for nothing.
+    list_deferred: tuple[str, ...] = ()
+
+    def get_changelist(self, request, **kwargs):
+        return DeferringChangeList
 
     def get_search_results(self, request, queryset, search_term):
         # A text search on a UUID column would cast every row; a whole UUID is matched exactly
@@ -124,13 +172,14 @@ class ReadOnlyScopedAdmin(admin.ModelAdmin):
 
     def changelist_view(self, request, extra_context=None):
         self.check_changelist_params(request)
-        with scoping.read_scope(request) as scope_id:
+        with scoping.read_scope(request) as scope_id, rendering(request):
             context = {**(extra_context or {}), **self.scope_context(request, scope_id)}
             return _rendered(super().changelist_view(request, context))
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        with scoping.read_scope(request) as scope_id:
-            context = {**(extra_context or {}), **self.scope_context(request, scope_id)}
+        with scoping.read_scope(request) as scope_id, rendering(request):
+            context = {**(extra_context or {}), **self.scope_context(request, scope_id),
+                       "durable_can_view": viewable_models(request)}
             context.update(self.detail_context(request, object_id, scope_id))
             return _rendered(super().change_view(request, object_id, form_url, context))
 

@@ -86,17 +86,10 @@ class HealthDashboardAdmin(admin.ModelAdmin):
             report = unreachable(exc)
         seen = scoping.visibility(request)
         if not seen.everything:
-            # Per-scope facts of other scopes must not leak through the problem list either:
-            # keep the visible scopes' suspensions, drop the cross-scope Work aggregates.
-            # Nothing on the page may depend on how many were left out, not even the wording
-            # of an empty table.
-            report.suspended_schedules = [s for s in report.suspended_schedules
-                                          if seen.admits(s.scope_id)]
-            report.unlisted_queue_schedules = [u for u in report.unlisted_queue_schedules
-                                               if seen.admits(u.scope_id)]
-            report.tz_rules_mismatches = _visible_tz_mismatches(report, seen)
-            report.work_by_state, report.finished_last_hour = {}, {}
-            report.work_backlog_by_name = {}
+            try:
+                _keep_visible(report, seen)
+            except DatabaseError as exc:  # as for the first read: the store did not answer
+                report = unreachable(exc)
         schedule_admin = self.admin_site.get_model_admin(ScheduleDefinition)
         suspended = [{"s": s, "fix": _fix(request, s, schedule_admin)}
                      for s in report.suspended_schedules]
@@ -123,13 +116,29 @@ class HealthDashboardAdmin(admin.ModelAdmin):
                                 context)
 
 
+def _keep_visible(report, seen) -> None:
+    """Per-scope facts of other scopes must not leak through the problem list either: keep the
+    visible scopes' suspensions, drop the cross-scope Work aggregates. Nothing on the page may
+    depend on how many were left out, not even the wording of an empty table."""
+    report.suspended_schedules = [s for s in report.suspended_schedules
+                                  if seen.admits(s.scope_id)]
+    report.unlisted_queue_schedules = [u for u in report.unlisted_queue_schedules
+                                       if seen.admits(u.scope_id)]
+    report.tz_rules_mismatches = _visible_tz_mismatches(report, seen)
+    report.work_by_state, report.finished_last_hour = {}, {}
+    report.suspended_work = {}
+    report.work_backlog_by_name = {}
+
+
 def _visible_tz_mismatches(report, seen) -> list[str]:
     """The report names cron schedules with changed tz rules as ``scope/schedule`` text, which
     cannot be split back safely (a scope id may contain ``/``): read the inventory again and
     keep the visible scopes' schedules only."""
     if not report.tz_rules_mismatches:
         return []
-    from durable_schedule.operations import tz_rules
+    from durable_schedule.operations import probe, tz_rules
 
-    return [f"{s.scope_id}/{s.schedule_id}" for s in tz_rules.collect().affected
-            if seen.admits(s.scope_id)]
+    # Bounded like every read of the page (operations/probe.py): a lock held on a store table
+    # must make the page say "not answering", not hang it.
+    affected = tz_rules.collect(timeout=probe.DEFAULT_TIMEOUT_SECONDS).affected
+    return [f"{s.scope_id}/{s.schedule_id}" for s in affected if seen.admits(s.scope_id)]

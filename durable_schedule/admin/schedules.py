@@ -133,6 +133,13 @@ class ScheduleGenerationAdmin(ReadOnlyScopedAdmin):
     list_filter = (choices_filter("kind", "kind", GENERATION_KINDS),)
     search_fields = ("=scope_id", "schedule_id")
     ordering = ("-accepted_at_utc", "-generation")
+    list_deferred = ("target",)  # holds the Work payload, up to 32 MiB
+    exclude = ("target",)
+    readonly_fields = ("target_json",)
+
+    @admin.display(description="target")
+    def target_json(self, obj):
+        return timeline.json_preview(obj.target, ascii_only=False)
 
 
 @admin.register(Occurrence)

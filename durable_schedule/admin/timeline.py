@@ -159,11 +159,27 @@ def as_json(value) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+#: The most characters of one stored JSON value a page shows: a Work payload (and the target
+#: snapshot holding it, a result, a quarantined result) may be 32 MiB.
+JSON_SHOWN = 10_000
+
+
+def json_preview(value, *, ascii_only: bool = True) -> str:
+    """:func:`as_json`, cut after :data:`JSON_SHOWN` characters with the whole size said.
+    ``ascii_only=False``: non-ASCII text as it is (how Django's own JSON field display read)."""
+    text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=ascii_only)
+    if len(text) <= JSON_SHOWN:
+        return text
+    size = len(text.encode())
+    return (f"{text[:JSON_SHOWN]} … (cut: {size} bytes of JSON in all; read the whole value "
+            "with the API, e.g. work.get())")
+
+
 def _with_json(rows, **fields):
     """Attach ``<name>`` = JSON text of ``row.<field>`` to each row, for the templates."""
     for row in rows:
         for name, field in fields.items():
-            setattr(row, name, as_json(getattr(row, field)))
+            setattr(row, name, json_preview(getattr(row, field)))
     return rows
 
 
@@ -190,7 +206,8 @@ def schedule_timeline(schedule: ScheduleDefinition, request=None) -> dict:
         .order_by("-first_nominal_utc", "-id")[:RECENT]
     )
     work_ids = [o.work_id for o in occurrences if o.work_id is not None]
-    works = {w.work_id: w for w in Work.objects.filter(scope_id=scope_id, work_id__in=work_ids)}
+    works = {w.work_id: w for w in Work.objects.filter(scope_id=scope_id, work_id__in=work_ids)
+             .only("id", "scope_id", "work_id", "state", "attempt")}
     scope = Scope.objects.filter(scope_id=scope_id).first()
     dispatch = None
     if scope is not None:
@@ -219,7 +236,9 @@ def schedule_timeline(schedule: ScheduleDefinition, request=None) -> dict:
                          schedule.cursor_utc, end_at=active.end_at, runs_left=runs_left)
         if active and schedule.state not in FINISHED else None,
         "runs_left": runs_left,
-        "lateness": format_duration(lateness(due, now)),
+        # Only an active schedule can be late: a paused or suspended one waits for an
+        # operator, which its state says (docs/admin.md; the list column reads the same).
+        "lateness": format_duration(lateness(due, now) if schedule.state == "active" else None),
         "unevaluable": active is not None and due is None and schedule.state not in FINISHED
         and _unevaluable(active),
         "active": active,

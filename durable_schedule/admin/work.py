@@ -45,6 +45,7 @@ class WorkAdmin(actions.WorkOperations, ReadOnlyScopedAdmin):
                    _distinct("work name", "work_name"))
     search_fields = ("=scope_id", "=command_id", "=idempotency_key", "work_name")
     uuid_search_field = "work_id"
+    list_deferred = ("payload", "result", "last_error")
     search_help_text = "Exact scope, command or idempotency key; part of a work name; a work id."
     ordering = ("-accepted_at", "-id")
     fieldsets = (
@@ -58,9 +59,25 @@ class WorkAdmin(actions.WorkOperations, ReadOnlyScopedAdmin):
         ("Admission closure", {"fields": ("execution_admission_closed_at",
                                           "execution_admission_closed_reason",
                                           "execution_deadline_reached_at")}),
-        ("Facts", {"fields": ("payload", "result", "last_error", "fingerprint_schema",
-                              "fingerprint_digest", "source_occurrence_id", "updated_at")}),
+        ("Facts", {"fields": ("payload_json", "result_json", "last_error_json",
+                              "fingerprint_schema", "fingerprint_digest", "source_occurrence_id",
+                              "updated_at")}),
     )
+    readonly_fields = ("payload_json", "result_json", "last_error_json")
+
+    # A payload may be 32 MiB: the page shows its first part and says how large it is.
+    @admin.display(description="payload")
+    def payload_json(self, obj):
+        return timeline.json_preview(obj.payload, ascii_only=False)
+
+    @admin.display(description="result")
+    def result_json(self, obj):
+        return "-" if obj.result is None else timeline.json_preview(obj.result, ascii_only=False)
+
+    @admin.display(description="last error")
+    def last_error_json(self, obj):
+        return "-" if obj.last_error is None else timeline.json_preview(obj.last_error,
+                                                                         ascii_only=False)
 
     @admin.display(description="work", ordering="work_name")
     def work(self, obj):
@@ -124,6 +141,13 @@ class WorkQuarantineAdmin(_ByWork):
     list_filter = (_distinct("reason", "reason"),)
     search_fields = ("=scope_id", "=lease_owner")
     ordering = ("-recorded_at", "-id")
+    list_deferred = ("result",)
+    exclude = ("result",)
+    readonly_fields = ("result_json",)
+
+    @admin.display(description="result")
+    def result_json(self, obj):
+        return "-" if obj.result is None else timeline.json_preview(obj.result, ascii_only=False)
 
 
 @admin.register(WorkHistory)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,7 +40,9 @@ class JsonFormatter(logging.Formatter):
         }
         for key, value in vars(record).items():
             if key not in _STANDARD and not key.startswith("_"):
-                data[key] = value
+                # An extra named like a field of the line ("time", "level", ...) must not
+                # replace it: a reader filtering on level would miss the record.
+                data[f"extra_{key}" if key in data else key] = value
         if record.exc_info:
             data["exc_type"] = record.exc_info[0].__name__ if record.exc_info[0] else None
             data["exc"] = self.formatException(record.exc_info)
@@ -47,7 +50,39 @@ class JsonFormatter(logging.Formatter):
             data["exc"] = record.exc_text
         if record.stack_info:
             data["stack"] = self.formatStack(record.stack_info)
-        return json.dumps(data, default=str, ensure_ascii=False, sort_keys=False)
+        return one_line_json(data)
+
+
+#: Characters JSON leaves unescaped that line readers split on (``str.splitlines``, JavaScript).
+_LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def one_line_json(data: dict[str, Any]) -> str:
+    """``data`` as one line of strict JSON, whatever the extras hold: NaN or infinity (``NaN``
+    is not JSON), dict keys JSON cannot take (a tuple), a circular structure, and the line
+    breaks JSON does not escape (U+0085, U+2028, U+2029) are written as text."""
+    try:
+        text = json.dumps(data, default=str, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        text = json.dumps(_plain(data, depth=0), ensure_ascii=False, allow_nan=False)
+    for char, escaped in _LINE_BREAKS.items():
+        text = text.replace(char, escaped)  # only ever inside a JSON string
+    return text
+
+
+def _plain(value: Any, *, depth: int) -> Any:
+    """``value`` with what strict JSON cannot hold as text (see :func:`one_line_json`)."""
+    if depth > 20:
+        return repr(value)[:200]  # deep or circular: a bounded trace, not a recursion error
+    if isinstance(value, dict):
+        return {str(k): _plain(v, depth=depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v, depth=depth + 1) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, str | int | float):
+        return value
+    return str(value)
 
 
 def stop_summary(queue: str, stats: Any, *, failed: bool = False) -> str:

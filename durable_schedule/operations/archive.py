@@ -36,8 +36,10 @@ from durable_schedule.errors import PartitionArchiveRefused
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import connection
 
-_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
-_TABLE = re.compile(r"^durable_schedule_history_\d{6}$")
+#: ASCII digits only: ``\d`` admits "２０３０-01", which then compared as text after every
+#: month and was refused as "after the current month" instead of as no month at all.
+_MONTH = re.compile(r"^([0-9]{4})-([0-9]{2})$")
+_TABLE = re.compile(r"^durable_schedule_history_[0-9]{6}$")
 #: The earliest cutoff accepted. Year 0000 does not exist and no store holds history from
 #: before 2000, so an earlier month is a typo: refused (DS428) like the other bounds rather
 #: than accepted as a cutoff that silently archives nothing.
@@ -90,8 +92,9 @@ def archive_before(month: str, transcript_dir: str | Path, *, drop: bool, dry_ru
         attached = [name for name, _lower in cur.fetchall() if name[-6:] < suffix]
         cur.execute(_q("detached_history_tables"))
         detached = [name for (name,) in cur.fetchall() if name[-6:] < suffix]
-    if not dry_run:
-        _writable(target)  # before any month is detached
+    # Before any month is detached; a dry run checks without creating anything, so it
+    # refuses the directory the real run would refuse.
+    (_would_be_writable if dry_run else _writable)(target)
     outcomes = []
     for table in sorted(set(attached) | set(detached)):
         outcome = ArchiveOutcome(table, dry_run=dry_run)
@@ -126,11 +129,28 @@ def _writable(target: Path) -> None:
         target.mkdir(parents=True, exist_ok=True)
         probe.write_bytes(b"")
         probe.unlink()
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
         raise PartitionArchiveRefused(
             "--transcript-dir is not a directory the transcripts can be written to: nothing "
             "was detached", transcript_dir=str(target),
-            cause=f"{type(exc).__name__}: {exc.strerror or exc}") from exc
+            cause=f"{type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}") from exc
+
+
+def _would_be_writable(target: Path) -> None:
+    """The dry run's :func:`_writable`: DS428 unless ``target`` is a directory this process
+    may write to, or could be created (its nearest existing ancestor is one). Creates nothing."""
+    if "\x00" in str(target):  # Path.exists() answers False for it rather than raising
+        why = "a NUL in the path"
+    else:
+        existing = target
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        usable = existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)
+        why = None if usable else f"{existing} is not a directory this process may write to"
+    if why is not None:
+        raise PartitionArchiveRefused(
+            "--transcript-dir is not a directory the transcripts can be written to (dry run: "
+            "nothing was detached)", transcript_dir=str(target), cause=why)
 
 
 def _ident(table: str) -> str:

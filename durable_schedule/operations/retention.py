@@ -57,7 +57,9 @@ MAX_BATCH = 10_000
 DEFAULT_MARGIN = timedelta(days=1)
 MIN_MARGIN = timedelta(minutes=1)
 _UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_AGE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
+#: ASCII digits: ``\d`` also admits "３０d" or "٣٠d", which int() reads as 30 -- an age nobody
+#: typed in the documented form.
+_AGE = re.compile(r"^\s*([0-9]+)\s*([mhdw])\s*$")
 
 
 def _q(name: str) -> str:

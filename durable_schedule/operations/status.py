@@ -99,6 +99,8 @@ class StatusReport:
     #: Schedules held by DS244: their queue was dropped from DURABLE_SCHEDULE['QUEUES'].
     unlisted_queue_schedules: list[UnlistedQueue] = field(default_factory=list)
     work_by_state: dict[str, int] = field(default_factory=dict)
+    #: Suspended Work by suspension reason: a proof fixes some, not all (SUSPENDED_WORK_FIX).
+    suspended_work: dict[str, int] = field(default_factory=dict)
     #: Schedules an operator paused (not a problem: a decision), and the instants skipped per
     #: cause over every schedule (docs/schedules.md "Missed instants").
     paused_schedules: int = 0
@@ -153,8 +155,7 @@ class StatusReport:
                    for u in self.unlisted_queue_schedules)
         out.extend(f"cron schedule {m} has changed tz rules (manage.py durable_tz_rules)"
                    for m in self.tz_rules_mismatches)
-        if self.work_by_state.get("suspended"):
-            out.append(f"{self.work_by_state['suspended']} Work suspended (needs proof)")
+        out.extend(_suspended_work_problems(self.suspended_work))
         for name, queue in (("schedule", self.schedules), ("work", self.work)):
             out.extend(self._queue_problems(name, queue))
         return out
@@ -198,6 +199,25 @@ class StatusReport:
             for key in ("started_at", "beat_at", "last_pass_at", "stopped_at"):
                 r[key] = _iso(r[key])
         return data
+
+
+#: What fixes Work suspended for each reason (docs/work.md "Suspension reasons"): a proof only
+#: for an unknown reconciliation verdict; a definition not deployed needs a deploy and resume.
+SUSPENDED_WORK_FIX = {
+    "unknown_definition": "deploy its definition, then resume it",
+    "reconciler_missing": "deploy its reconciler and resume it, or record proof",
+    "unevaluable_policy": "its stored policy cannot be read: investigate",
+}
+
+
+def _suspended_work_problems(by_reason: dict[str, int]) -> list[str]:
+    """One problem for the Work whose effect awaits a proof (``reconciliation_unknown``, the
+    wording of every suspended Work before), one per reason with another fix."""
+    proof = sum(n for reason, n in by_reason.items() if reason not in SUSPENDED_WORK_FIX)
+    out = [f"{proof} Work suspended (needs proof)"] if proof else []
+    out.extend(f"{by_reason[reason]} Work suspended ({reason}: {fix})"
+               for reason, fix in SUSPENDED_WORK_FIX.items() if by_reason.get(reason))
+    return out
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -275,8 +295,10 @@ def _read_scope(cur, scope_id: str, report: StatusReport) -> None:
     for cause, count in json.loads(missed).items():
         report.missed_instants[cause] = report.missed_instants.get(cause, 0) + int(count)
     cur.execute(_q("work_states"))
-    for state, count in cur.fetchall():
+    for state, reason, count in cur.fetchall():
         report.work_by_state[state] = report.work_by_state.get(state, 0) + count
+        if state == "suspended":
+            report.suspended_work[reason] = report.suspended_work.get(reason, 0) + count
     cur.execute(_q("work_finished_last_hour"))
     for state, count in cur.fetchall():
         report.finished_last_hour[state] = report.finished_last_hour.get(state, 0) + count

@@ -40,8 +40,9 @@ select d.schedule_id, g.target->>'queue'
    and not (g.target->>'queue' = any(%(allowed)s))
  order by d.schedule_id
 
--- name: work_states -- Work counts by state in the current scope (RLS scoped).
-select state, count(*) from durable_work group by state
+-- name: work_states -- Work counts by state, and by suspension reason for suspended Work, in
+-- the current scope (RLS scoped).
+select state, suspension_reason, count(*) from durable_work group by state, suspension_reason
 
 -- name: partitions -- the months that have a history partition.
 select c.relname from pg_inherits i join pg_class c on c.oid = i.inhrelid
