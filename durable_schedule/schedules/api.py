@@ -578,7 +578,11 @@ def list_schedules(scope: str, *, states: Iterable[str] | None = None, after: st
         raise InvalidArgument("limit must be an integer between 1 and 10000", field="limit")
     wanted = None
     if states is not None:
-        wanted = builtins.list(states) if not isinstance(states, str) else [states]
+        try:
+            wanted = builtins.list(states) if not isinstance(states, str) else [states]
+        except TypeError:  # not iterable (states=5): a DS error, not a bare TypeError
+            raise InvalidArgument("states must be a list of states", field="states",
+                                  got=type(states).__name__) from None
         unknown = [s for s in wanted if s not in STATES]
         if unknown:
             raise InvalidArgument(f"unknown states {unknown!r}", field="states")

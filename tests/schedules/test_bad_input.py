@@ -108,6 +108,9 @@ def bad_calls(target):
             SCOPE, "existing", "  ", "ops")),
         "list with a bad limit": ("DS406", lambda: schedules.list(SCOPE, limit=0)),
         "list with an unknown state": ("DS406", lambda: schedules.list(SCOPE, states=["x"])),
+        "list with states not iterable": ("DS406", lambda: schedules.list(SCOPE, states=5)),
+        "list with an unhashable state": ("DS406", lambda: schedules.list(
+            SCOPE, states=[["active"]])),
         "get of an unknown schedule": ("DS108", lambda: schedules.get(SCOPE, "unknown")),
     }
 
