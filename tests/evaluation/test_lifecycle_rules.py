@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from durable_schedule.errors import InvalidBounds, InvalidJitter, NaiveDatetime
+from durable_schedule.errors import InvalidBounds, InvalidJitter
 from durable_schedule.evaluation import bounds as bounding
 from durable_schedule.evaluation import jitter as jittering
 from durable_schedule.evaluation import overlap
@@ -36,8 +36,9 @@ def test_bounds__validation():
         Bounds(max_runs=0)
     with pytest.raises(InvalidBounds):
         Bounds(max_runs=True)
-    with pytest.raises(NaiveDatetime):
+    with pytest.raises(InvalidBounds) as naive:  # docs: naive bounds are InvalidBounds
         Bounds(end_at=datetime(2030, 1, 1))
+    assert naive.value.code == "DS148" and naive.value.context["field"] == "end_at"
     assert Bounds().unbounded and not Bounds(max_runs=1).unbounded
 
 

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from durable_schedule import schedules
-from durable_schedule.errors import DurableError
+from durable_schedule.errors import DurableError, InvalidBounds
 from durable_schedule.work.target import WorkTarget
 from tests.schedules.conftest import HOUR, SCOPE, T0, create, rows
 
@@ -62,6 +62,16 @@ def bad_calls(target):
         "At at the acceptance instant": ("DS117", lambda: create("s", schedules.At(T0), target)),
         "At before the acceptance instant": ("DS117", lambda: create(
             "s", schedules.At(T0 - timedelta(microseconds=1)), target)),
+        # bounds (docs/schedules.md "Bounds and limits": naive datetimes are InvalidBounds)
+        "naive start_at": ("DS148", lambda: create(
+            "s", every, target, start_at=datetime(2030, 1, 2))),
+        "naive end_at": ("DS148", lambda: create(
+            "s", every, target, end_at=datetime(2030, 1, 2))),
+        "naive end_at on update": ("DS148", lambda: schedules.update(
+            SCOPE, "existing", expected_revision=1, end_at=datetime(2030, 1, 2))),
+        "start_at after end_at": ("DS148", lambda: create(
+            "s", every, target, start_at=T0 + 2 * HOUR, end_at=T0 + HOUR)),
+        "max_runs zero": ("DS148", lambda: create("s", every, target, max_runs=0)),
         # target
         "unregistered Work": ("DS105", lambda: create("s", every, UNKNOWN)),
         "target not a WorkTarget": ("DS105", lambda: create("s", every, "billing.invoice")),
@@ -130,6 +140,8 @@ def test_bad_input__raises_its_typed_error_and_writes_nothing(clock, target, cas
     assert err.value.code == code, str(err.value)
     assert err.value.next_action in str(err.value)
     assert snapshot() == before
+    if code == "DS148":
+        assert isinstance(err.value, InvalidBounds)
 
 
 def test_bad_input__spec_constructors_refuse_bad_fields_at_once():
