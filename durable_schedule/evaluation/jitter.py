@@ -23,7 +23,7 @@ from durable_schedule.errors import InvalidJitter
 from durable_schedule.evaluation.cron.evaluator import Evaluator
 from durable_schedule.evaluation.cron.spec import Cron, with_seed
 from durable_schedule.evaluation.policy import MAX_INSTANT, bounded_add
-from durable_schedule.evaluation.timeline import Every
+from durable_schedule.evaluation.timeline import Every, refuse_sub_microsecond
 
 _ONE_US = timedelta(microseconds=1)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -44,6 +44,7 @@ def validate(jitter: object, spec: object,
     if not isinstance(jitter, timedelta):
         raise InvalidJitter("jitter must be a timedelta", field="jitter",
                             got=type(jitter).__name__)
+    refuse_sub_microsecond(jitter, "jitter")
     if jitter <= timedelta(0):
         raise InvalidJitter("jitter must be greater than zero", field="jitter",
                             value=str(jitter))
