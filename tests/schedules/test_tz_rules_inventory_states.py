@@ -75,3 +75,40 @@ def test_a_completed_cron_schedule_is_not_affected(clock, target, tmp_path):
         assert report.tz_rules_mismatches == []
         assert not any("tz rules" in p for p in report.problems)
     assert definition("done")["active_generation"] == 1
+
+
+def test_apply_holds_a_schedule_suspended_for_another_reason(clock, target, tmp_path):
+    """``--apply`` re-issues through ``update()``, which clears any suspension: an operator's
+    stop (reason ``operator``) must not be lifted by a tz-rules repair. Such a schedule is
+    listed as held (exit 1) and left suspended; the operator's own repair, an update, binds the
+    rules in force then. A schedule the fence suspended (``tz_rules_changed``) is re-issued."""
+    clock.set(datetime(2030, 1, 1, tzinfo=UTC))
+    create("stopped", schedules.Cron("0 12 * * *", "Europe/Berlin"), target)
+    schedules.suspend(SCOPE, "stopped", "vendor outage, do not run", actor="ops")
+    create("fenced", schedules.Cron("0 18 * * *", "Europe/Berlin"), target)
+    early = write_tzif(tmp_path / "berlin", BERLIN_EARLY, 3600, "CET")
+    with zones.override("Europe/Berlin", early):
+        run_pass(clock, datetime(2030, 1, 1, 17, 0, 1, tzinfo=UTC))
+        assert definition("fenced")["suspension_reason"] == "tz_rules_changed"
+        code, doc = _tz_rules("--apply")
+        assert code == 1
+        assert [r["schedule_id"] for r in doc["reissued"]] == ["fenced"]
+        assert [(h["schedule_id"], h["suspension_reason"]) for h in doc["held"]] == [
+            ("stopped", "operator")]
+        d = definition("stopped")
+        assert (d["state"], d["suspension_reason"], d["active_generation"]) == (
+            "suspended", "operator", 1)
+        assert definition("fenced")["state"] == "active"
+
+        out = io.StringIO()
+        try:
+            call_command("durable_tz_rules", "--apply", stdout=out)
+        except SystemExit as exc:
+            assert exc.code == 1
+        assert f"held {SCOPE}/stopped" in out.getvalue()
+
+        # The operator's repair binds the rules in force: nothing is affected any more.
+        info = schedules.get(SCOPE, "stopped")
+        schedules.update(SCOPE, "stopped", expected_revision=info.revision, actor="ops")
+        code, doc = _tz_rules("--apply")
+        assert (code, doc["affected"], doc["held"]) == (0, [], [])
