@@ -331,6 +331,14 @@ def update(
         check.buffer_limit(overlap, buffer_limit)  # refused before the transaction when it can be
     window = None if safety_window is None else check.safety_window(safety_window)
     actor = check.actor(actor)
+    # The given bounds and jitter on their own, before the database (DS148, DS149); what
+    # depends on the kept values or the spec (start_at <= a kept end_at, the jitter's gap) is
+    # checked again with them in the transaction.
+    Bounds(start_at=None if start_at is _KEEP else start_at,
+           end_at=None if end_at is _KEEP else end_at,
+           max_runs=None if max_runs is _KEEP else max_runs)
+    if jitter is not _KEEP:
+        jittering.validate(jitter, None)
     with scoped(scope) as cur:
         accepted = records.transaction_clock(cur)
         fences = records.lock_fences(cur, scope)

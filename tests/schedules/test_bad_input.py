@@ -104,6 +104,18 @@ def bad_calls(target):
             SCOPE, "existing", expected_revision=True)),
         "update of an unknown schedule": ("DS108", lambda: schedules.update(
             SCOPE, "unknown", expected_revision=1)),
+        # docs/schedules.md "The API": arguments are validated before the database is touched,
+        # so a bad one is named even when the schedule does not exist.
+        "update with max_runs zero": ("DS148", lambda: schedules.update(
+            SCOPE, "unknown", expected_revision=1, max_runs=0)),
+        "update with a naive start_at": ("DS148", lambda: schedules.update(
+            SCOPE, "unknown", expected_revision=1, start_at=datetime(2030, 1, 2))),
+        "update with start_at after end_at": ("DS148", lambda: schedules.update(
+            SCOPE, "unknown", expected_revision=1, start_at=T0 + 2 * HOUR, end_at=T0 + HOUR)),
+        "update with a jitter that is no timedelta": ("DS149", lambda: schedules.update(
+            SCOPE, "unknown", expected_revision=1, jitter=60)),
+        "update with a negative jitter": ("DS149", lambda: schedules.update(
+            SCOPE, "unknown", expected_revision=1, jitter=-HOUR)),
         "update after delete": ("DS107", lambda: schedules.update(
             SCOPE, "deleted", expected_revision=2, spec=every)),
         "update to a past At": ("DS117", lambda: schedules.update(
