@@ -88,6 +88,8 @@ def refuse_sub_microsecond(value: datetime | timedelta, name: str) -> None:
     """DS104 for a datetime or timedelta finer than a microsecond (pandas' ``nanosecond`` /
     ``nanoseconds``): PostgreSQL keeps microseconds, and truncating would move the value
     silently (docs/diagnostics.md)."""
+    if type(value) in (datetime, timedelta):
+        return  # the plain types hold microseconds at most
     if getattr(value, "nanosecond", 0) or getattr(value, "nanoseconds", 0):
         raise SubMicrosecondPrecision(f"{name} is finer than a microsecond", field=name)
 
