@@ -201,6 +201,7 @@ def create(
     window = check.safety_window(safety_window)
     actor = check.actor(actor)
     bounds = Bounds(start_at=start_at, end_at=end_at, max_runs=max_runs)
+    jittering.validate(jitter, None)  # type and sign before the database; the gap needs its time
     with scoped(scope) as cur:
         accepted = records.transaction_clock(cur)
         # A Cron's gaps are read in the year after the acceptance: the database clock, like

@@ -166,3 +166,19 @@ def test_bad_input__spec_constructors_refuse_bad_fields_at_once():
     with pytest.raises(DurableError) as err:
         schedules.After(timedelta(seconds=-1))
     assert err.value.code == "DS102"
+
+
+@pytest.mark.parametrize("call", [
+    lambda target: create("s", schedules.Every(HOUR), target, jitter="1 minute"),
+    lambda target: create("s", schedules.Every(HOUR), target, jitter=timedelta(0)),
+    lambda target: create("s", schedules.Every(HOUR), target, start_at=datetime(2030, 1, 2)),
+    lambda target: schedules.update(SCOPE, "s", expected_revision=1, jitter=-HOUR),
+    lambda target: schedules.update(SCOPE, "s", expected_revision=1, max_runs=True),
+], ids=["create jitter text", "create zero jitter", "create naive start_at",
+        "update negative jitter", "update max_runs True"])
+def test_bad_arguments_are_refused_before_any_statement(clock, target, call,
+                                                        django_assert_num_queries):
+    """docs/schedules.md "The API": every function validates its arguments before it touches
+    the database; a value that is wrong on its own sends no statement at all."""
+    with django_assert_num_queries(0), pytest.raises(DurableError):
+        call(target)
