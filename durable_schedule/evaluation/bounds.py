@@ -16,11 +16,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from durable_schedule.errors import InvalidBounds
+from durable_schedule.errors import InvalidBounds, NaiveDatetime
 from durable_schedule.evaluation.timeline import as_utc
 
 _ONE_US = timedelta(microseconds=1)
 MAX_RUNS_LIMIT = 2**31 - 1
+
+
+def _bound(value: object, name: str) -> datetime:
+    """``start_at`` / ``end_at`` in UTC. A naive one is a bad bound like any other (DS148,
+    docs/schedules.md "Bounds and limits"), not the spec fields' DS103."""
+    try:
+        return as_utc(value, name, wrong_type=InvalidBounds)
+    except NaiveDatetime:
+        raise InvalidBounds(f"{name} is a naive datetime", field=name) from None
 
 
 @dataclass(frozen=True)
@@ -35,7 +44,7 @@ class Bounds:
         for name in ("start_at", "end_at"):
             value = getattr(self, name)
             if value is not None:
-                object.__setattr__(self, name, as_utc(value, name, wrong_type=InvalidBounds))
+                object.__setattr__(self, name, _bound(value, name))
         runs = self.max_runs
         if runs is not None and (type(runs) is not int or not 1 <= runs <= MAX_RUNS_LIMIT):
             raise InvalidBounds("max_runs must be a positive integer", field="max_runs",

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from durable_schedule.errors import InvalidJitter
+from durable_schedule.evaluation.cron.evaluator import Evaluator
 from durable_schedule.evaluation.cron.spec import Cron, with_seed
 from durable_schedule.evaluation.policy import MAX_INSTANT, bounded_add
-from durable_schedule.evaluation.timeline import Every
+from durable_schedule.evaluation.timeline import Every, refuse_sub_microsecond
 
 _ONE_US = timedelta(microseconds=1)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -42,6 +44,7 @@ def validate(jitter: object, spec: object,
     if not isinstance(jitter, timedelta):
         raise InvalidJitter("jitter must be a timedelta", field="jitter",
                             got=type(jitter).__name__)
+    refuse_sub_microsecond(jitter, "jitter")
     if jitter <= timedelta(0):
         raise InvalidJitter("jitter must be greater than zero", field="jitter",
                             value=str(jitter))
@@ -49,10 +52,11 @@ def validate(jitter: object, spec: object,
         raise InvalidJitter("jitter must be shorter than the interval", field="jitter",
                             value=str(jitter), interval=str(spec.interval))
     if isinstance(spec, Cron):
-        # Fewer than two instants in the year ahead: the gap is at least the year.
         if identity is not None and spec.pattern.uses_h and spec.h_seed is None:
             spec = with_seed(spec, *identity)
-        gap = shortest_cron_gap(spec, jitter, start) or _GAP_HORIZON
+        # Never more than a year: the gaps read are those of the year ahead (and the one after
+        # it), and a rarer expression's later gaps vary with the calendar (29 February).
+        gap = min(shortest_cron_gap(spec, jitter, start) or _GAP_HORIZON, _GAP_HORIZON)
         if jitter >= gap:
             raise InvalidJitter("jitter must be shorter than the gap between the expression's"
                                 " instants", field="jitter", value=str(jitter),
@@ -62,22 +66,56 @@ def validate(jitter: object, spec: object,
 
 # How far ahead a Cron's gaps are read: a year holds both DST changes of any zone and every
 # month length. A spring-forward "shift" can shorten one gap below the expression's spacing
-# (01:45 and 02:45 in Europe/Berlin become 00:45 and 01:00 UTC), so the walk must reach the
-# changes: the cap covers a year of an hourly expression (8,784 instants); a denser one has its
-# shortest gap (at most an hour) within its first instants, and a jitter that long is refused
-# at the first gap that short, without walking on.
+# (01:45 and 02:45 in Europe/Berlin become 00:45 and 01:00 UTC), so besides the walk from the
+# start (the gaps of the expression itself: a denser one than hourly has them in its first
+# instants), the instants around each offset change of the year are walked on their own,
+# however far ahead it lies. Each walk stops after _GAP_INSTANTS instants.
 _GAP_HORIZON = timedelta(days=366)
 _GAP_INSTANTS = 10_000
+#: Cron instants are whole seconds: no gap is shorter, so a walk that found one can stop.
+_SHORTEST_POSSIBLE = 1
+
+
+def _instants(evaluator: Evaluator, after: int, until: int) -> Iterator[int]:
+    """The consecutive instants after UTC second ``after``, up to the first one past ``until``
+    and at least two: the gap from the last instant up to ``until`` to the next one counts
+    (a yearly expression's only instant in the year ahead is a year from the next one, or a
+    day less)."""
+    for n in range(_GAP_INSTANTS):
+        occ = evaluator.next_after(after)
+        if occ is None:
+            return
+        yield occ.utc
+        if occ.utc > until and n >= 1:
+            return
+        after = occ.utc
+
+
+def _shortest(instants: Iterator[int], shortest: int | None,
+              at_most: int | None) -> int | None:
+    """``shortest`` lowered by the gaps between consecutive ``instants``; stops early at a gap of
+    ``at_most`` seconds or less (the caller refuses that jitter anyway) or of one second."""
+    previous = None
+    for u in instants:
+        if previous is not None:
+            gap = u - previous
+            shortest = gap if shortest is None else min(shortest, gap)
+            if shortest <= _SHORTEST_POSSIBLE or (at_most is not None and shortest <= at_most):
+                break
+        previous = u
+    return shortest
 
 
 def shortest_cron_gap(spec: Cron, at_most: timedelta | None = None,
                       start: datetime | None = None) -> timedelta | None:
     """The shortest gap between consecutive instants of ``spec`` in the year after ``start``
-    (default: the process clock, for a caller without a database), or None when it has fewer
-    than two instants there. Stops early at a gap of ``at_most`` or less (the caller refuses
-    that jitter anyway). An ``H`` expression without its schedule's seed (``validate`` without
-    an identity) is read with seed 0, an approximation: ``H`` moves the instants, and where a
-    DST shift meets them their spacing."""
+    (default: the process clock, for a caller without a database): the gaps from the start, the
+    gap from the year's last instant to the next one (or between the first two, when the year
+    has none), and the gaps around each offset change of the zone in the year. None when the
+    expression has fewer than two instants. Stops early at a gap of ``at_most`` or less (the
+    caller refuses that jitter anyway). An ``H`` expression without its schedule's seed
+    (``validate`` without an identity) is read with seed 0, an approximation: ``H`` moves the
+    instants, and where a DST shift meets them their spacing."""
     if spec.pattern.uses_h and spec.h_seed is None:
         spec = Cron(spec.expression, spec.tz, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold,
                     h_seed=0)
@@ -85,18 +123,19 @@ def shortest_cron_gap(spec: Cron, at_most: timedelta | None = None,
     now = (start or datetime.now(UTC)).astimezone(UTC)
     t = int((now - _EPOCH) // timedelta(seconds=1))
     end = t + int(_GAP_HORIZON // timedelta(seconds=1))
-    shortest: int | None = None
-    previous: int | None = None
-    for _ in range(_GAP_INSTANTS):
-        occ = evaluator.next_after(t)
-        if occ is None or occ.utc > end:
+    limit = None if at_most is None else at_most // timedelta(seconds=1)
+    shortest = _shortest(_instants(evaluator, t, end), None, limit)
+    zone = evaluator.zone
+    for change, after in zone.changes(t, end):
+        if shortest is not None and (shortest <= _SHORTEST_POSSIBLE
+                                     or (limit is not None and shortest <= limit)):
             break
-        if previous is not None:
-            gap = occ.utc - previous
-            shortest = gap if shortest is None else min(shortest, gap)
-            if at_most is not None and timedelta(seconds=shortest) <= at_most:
-                break
-        previous = t = occ.utc
+        # Walls shifted by the change map within `shift` of it: walk from the instant before
+        # them to the one after them.
+        shift = abs(after - zone.offset_at(change - 1))
+        before = evaluator.prev_at_or_before(change - shift - 1)
+        first = change - shift - 2 if before is None else before.utc - 1
+        shortest = _shortest(_instants(evaluator, first, change + shift + 1), shortest, limit)
     return None if shortest is None else timedelta(seconds=shortest)
 
 

@@ -40,6 +40,7 @@ from durable_schedule.errors import (
     NaiveDatetime,
     NonPositiveDuration,
     ScheduleError,
+    SubMicrosecondPrecision,
     UnevaluableGeneration,
 )
 from durable_schedule.evaluation.cron import spec as cron_spec
@@ -72,10 +73,25 @@ def as_utc(
         raise wrong_type(f"{name} must be a datetime", field=name, got=type(value).__name__)
     if value.tzinfo is None or value.utcoffset() is None:
         raise NaiveDatetime(f"{name} is a naive datetime", field=name)
+    refuse_sub_microsecond(value, name)
     try:
-        return value.astimezone(UTC)
+        utc = value.astimezone(UTC)
     except OverflowError:
         raise wrong_type(f"{name} is outside the representable UTC range", field=name) from None
+    if type(utc) is not datetime:
+        # A subclass (pandas' Timestamp) may format or compare otherwise: store a plain value.
+        utc = datetime.combine(utc.date(), utc.time(), UTC)
+    return utc
+
+
+def refuse_sub_microsecond(value: datetime | timedelta, name: str) -> None:
+    """DS104 for a datetime or timedelta finer than a microsecond (pandas' ``nanosecond`` /
+    ``nanoseconds``): PostgreSQL keeps microseconds, and truncating would move the value
+    silently (docs/diagnostics.md)."""
+    if type(value) in (datetime, timedelta):
+        return  # the plain types hold microseconds at most
+    if getattr(value, "nanosecond", 0) or getattr(value, "nanoseconds", 0):
+        raise SubMicrosecondPrecision(f"{name} is finer than a microsecond", field=name)
 
 
 def _positive_us(value: Any, name: str) -> int:
@@ -83,6 +99,7 @@ def _positive_us(value: Any, name: str) -> int:
     if not isinstance(value, timedelta):
         raise InvalidScheduleSpec(f"{name} must be a timedelta", field=name,
                                   got=type(value).__name__)
+    refuse_sub_microsecond(value, name)
     micros = value // _ONE_US
     if micros <= 0:
         raise NonPositiveDuration(f"{name} must be greater than zero", field=name, value=str(value))

@@ -41,6 +41,15 @@ class CronSchedule:
     def affected(self) -> bool:
         return self.error is None and self.current_fingerprint != self.persisted_fingerprint
 
+    @property
+    def held(self) -> bool:
+        """Affected, but suspended for another reason than the tz fence (an operator's stop, a
+        clock jump, ...): a re-issue is an ``update()``, which would clear that suspension too,
+        so ``--apply`` leaves it to that reason's own repair, an update that binds the rules in
+        force then (docs/schedules.md "Time-zone rules fingerprint")."""
+        return (self.affected and self.state == "suspended"
+                and self.suspension_reason != fence.REASON)
+
 
 @dataclass
 class Inventory:
@@ -49,6 +58,10 @@ class Inventory:
     @property
     def affected(self) -> list[CronSchedule]:
         return [s for s in self.schedules if s.affected]
+
+    @property
+    def held(self) -> list[CronSchedule]:
+        return [s for s in self.schedules if s.held]
 
     def rules_in_use(self) -> list[dict[str, Any]]:
         """One row per (zone, current fingerprint): how many schedules, how many mismatched."""
@@ -66,6 +79,7 @@ class Inventory:
     def to_json(self) -> dict[str, Any]:
         return {"rules_in_use": self.rules_in_use(),
                 "affected": [asdict(s) for s in self.affected],
+                "held": [asdict(s) for s in self.held],
                 "unreadable": [asdict(s) for s in self.schedules if s.error is not None]}
 
 

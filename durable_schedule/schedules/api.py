@@ -201,6 +201,7 @@ def create(
     window = check.safety_window(safety_window)
     actor = check.actor(actor)
     bounds = Bounds(start_at=start_at, end_at=end_at, max_runs=max_runs)
+    jittering.validate(jitter, None)  # type and sign before the database; the gap needs its time
     with scoped(scope) as cur:
         accepted = records.transaction_clock(cur)
         # A Cron's gaps are read in the year after the acceptance: the database clock, like
@@ -331,6 +332,14 @@ def update(
         check.buffer_limit(overlap, buffer_limit)  # refused before the transaction when it can be
     window = None if safety_window is None else check.safety_window(safety_window)
     actor = check.actor(actor)
+    # The given bounds and jitter on their own, before the database (DS148, DS149); what
+    # depends on the kept values or the spec (start_at <= a kept end_at, the jitter's gap) is
+    # checked again with them in the transaction.
+    Bounds(start_at=None if start_at is _KEEP else start_at,
+           end_at=None if end_at is _KEEP else end_at,
+           max_runs=None if max_runs is _KEEP else max_runs)
+    if jitter is not _KEEP:
+        jittering.validate(jitter, None)
     with scoped(scope) as cur:
         accepted = records.transaction_clock(cur)
         fences = records.lock_fences(cur, scope)
@@ -600,7 +609,11 @@ def list_schedules(scope: str, *, states: Iterable[str] | None = None, after: st
         raise InvalidArgument("limit must be an integer between 1 and 10000", field="limit")
     wanted = None
     if states is not None:
-        wanted = builtins.list(states) if not isinstance(states, str) else [states]
+        try:
+            wanted = builtins.list(states) if not isinstance(states, str) else [states]
+        except TypeError:  # not iterable (states=5): a DS error, not a bare TypeError
+            raise InvalidArgument("states must be a list of states", field="states",
+                                  got=type(states).__name__) from None
         unknown = [s for s in wanted if s not in STATES]
         if unknown:
             raise InvalidArgument(f"unknown states {unknown!r}", field="states")

@@ -80,7 +80,11 @@ def next_instants(spec: ScheduleSpec, after: datetime, count: int = 10, *,
         raise InvalidArgument("inclusive needs an instant before `after`, and `after` is the "
                               "earliest one a datetime can hold: pass inclusive=False",
                               field="inclusive")
-    cursor = start - _ONE_US if inclusive else start
+    # An unanchored Every starts at the acceptance instant, which is also the starting cursor:
+    # its k = 0 instant never runs, so a create at `after` would not schedule it (inclusive or
+    # not). After's instant lies after `after` anyway.
+    anchored_at_acceptance = isinstance(spec, Every) and spec.anchor is None
+    cursor = start - _ONE_US if inclusive and not anchored_at_acceptance else start
     accepted = start
     out: list[datetime] = []
     while len(out) < count:

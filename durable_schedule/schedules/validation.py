@@ -28,7 +28,11 @@ from durable_schedule.errors import (
 from durable_schedule.evaluation.cron.spec import Cron
 from durable_schedule.evaluation.cron.zones import require_portable
 from durable_schedule.evaluation.decision import MISFIRE_POLICIES, OVERLAP_POLICIES
-from durable_schedule.evaluation.timeline import ScheduleSpec, validate_spec
+from durable_schedule.evaluation.timeline import (
+    ScheduleSpec,
+    refuse_sub_microsecond,
+    validate_spec,
+)
 from durable_schedule.store import identifiers
 from durable_schedule.work.queues import validate_queue
 from durable_schedule.work.registry import lookup
@@ -157,6 +161,7 @@ def safety_window(value: Any) -> timedelta:
     if not isinstance(value, timedelta):
         raise InvalidArgument("safety_window must be a timedelta", field="safety_window",
                               got=type(value).__name__)
+    refuse_sub_microsecond(value, "safety_window")
     if value // _ONE_US <= 0:
         raise NonPositiveDuration("safety_window must be greater than zero",
                                   field="safety_window", value=str(value))

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from durable_schedule.errors import InvalidBounds, InvalidJitter, NaiveDatetime
+from durable_schedule.errors import InvalidBounds, InvalidJitter
 from durable_schedule.evaluation import bounds as bounding
 from durable_schedule.evaluation import jitter as jittering
 from durable_schedule.evaluation import overlap
@@ -36,8 +36,9 @@ def test_bounds__validation():
         Bounds(max_runs=0)
     with pytest.raises(InvalidBounds):
         Bounds(max_runs=True)
-    with pytest.raises(NaiveDatetime):
+    with pytest.raises(InvalidBounds) as naive:  # docs: naive bounds are InvalidBounds
         Bounds(end_at=datetime(2030, 1, 1))
+    assert naive.value.code == "DS148" and naive.value.context["field"] == "end_at"
     assert Bounds().unbounded and not Bounds(max_runs=1).unbounded
 
 
@@ -233,3 +234,44 @@ def test_jitter__deterministic_bounded_and_spread():
     assert jittering.offset_us(bound, "scope", "s", 1, "nominal", T0) != jittering.offset_us(
         bound, "scope", "s", 1, "nominal", T0 + 10 * M)
     assert jittering.due_at(T0, 5) == T0 + 5 * US
+
+
+def test_jitter__cron_gap_after_the_years_last_instant_counts():
+    """A yearly expression has one instant in the year ahead: the gap from it to the next one
+    (365 days from 2031 to 2032) bounds the jitter, not the year (366 days)."""
+    from durable_schedule.evaluation.cron.spec import Cron
+
+    yearly = Cron("0 0 1 1 *")
+    start = datetime(2030, 1, 1, 12, tzinfo=UTC)
+    assert jittering.shortest_cron_gap(yearly, start=start) == timedelta(days=365)
+    assert jittering.validate(timedelta(days=365) - US, yearly, start=start)
+    with pytest.raises(InvalidJitter) as refused:
+        jittering.validate(timedelta(days=365), yearly, start=start)
+    assert refused.value.context["gap"] == "365 days, 0:00:00"
+    # No instant in the year ahead (Friday the 13th: none from 14 Aug 2027 to 13 Oct 2028):
+    # the first two instants after it bound the jitter (13 Oct 2028 to 13 Apr 2029).
+    friday13 = Cron("0 0 13 * FRI")
+    start = datetime(2027, 8, 14, tzinfo=UTC)
+    assert jittering.shortest_cron_gap(friday13, start=start) == timedelta(days=182)
+    with pytest.raises(InvalidJitter):
+        jittering.validate(timedelta(days=200), friday13, start=start)
+
+
+def test_jitter__cron_gap_at_a_dst_change_far_ahead_counts():
+    """Every DST change of the year ahead is read, however many instants lie before it:
+    ``10,40 * * * *`` has 30-minute gaps, but on the spring night 01:40 CET (00:40Z), 02:10 and
+    02:40 (missing, shifted to 03:00 CEST = 01:00Z) and 03:10 CEST (01:10Z) leave 20 and 10
+    minutes. Read from May 2030, that night (30 March 2031) lies beyond the first 10,000
+    instants."""
+    from durable_schedule.evaluation.cron.spec import Cron
+
+    spec = Cron("10,40 * * * *", "Europe/Berlin")
+    start = datetime(2030, 5, 1, tzinfo=UTC)
+    assert jittering.shortest_cron_gap(spec, start=start) == 10 * M
+    with pytest.raises(InvalidJitter) as refused:
+        jittering.validate(15 * M, spec, start=start)
+    assert refused.value.context["gap"] == "0:10:00"
+    # Lord Howe's 30-minute shift (first Sunday of October): 01:45 and 02:15 (missing,
+    # shifted to 02:30) are 15 minutes apart, 02:30 and 02:45 another 15.
+    howe = Cron("15,45 * * * *", "Australia/Lord_Howe")
+    assert jittering.shortest_cron_gap(howe, start=datetime(2030, 10, 8, tzinfo=UTC)) == 15 * M

@@ -292,3 +292,41 @@ def test_instants_in__non_datetime_argument_is_invalid_argument():
 def test_instants_in__non_spec_is_invalid_spec():
     with pytest.raises(InvalidScheduleSpec):
         instants_in("every hour", T0, T0, t(hours=1))
+
+
+# ---------------------------------------------------------------- sub-microsecond values
+class _NanoDatetime(datetime):
+    """What pandas' Timestamp looks like to the API: a datetime with a ``nanosecond`` field."""
+
+    nanosecond = 500
+
+
+class _NanoTimedelta(timedelta):
+    """pandas' Timedelta: a timedelta with a ``nanoseconds`` field."""
+
+    nanoseconds = 500
+
+
+def test_sub_microsecond_values_are_refused_with_ds104_not_truncated():
+    """docs/diagnostics.md DS104: PostgreSQL keeps microseconds, so a value finer than that is
+    refused (the caller rounds it), never silently truncated."""
+    from durable_schedule.errors import SubMicrosecondPrecision
+    from durable_schedule.evaluation.bounds import Bounds
+
+    nano = _NanoDatetime(2030, 1, 1, tzinfo=UTC)
+    for build in (lambda: At(nano), lambda: Every(H, anchor=nano),
+                  lambda: Every(_NanoTimedelta(hours=1)), lambda: After(_NanoTimedelta(hours=1)),
+                  lambda: Bounds(start_at=nano)):
+        with pytest.raises(SubMicrosecondPrecision) as info:
+            build()
+        assert info.value.code == "DS104"
+    from durable_schedule.evaluation.jitter import validate as jitter
+    from durable_schedule.schedules.validation import safety_window
+
+    for check in (lambda: jitter(_NanoTimedelta(minutes=1), Every(H)),
+                  lambda: safety_window(_NanoTimedelta(minutes=1))):
+        with pytest.raises(SubMicrosecondPrecision):
+            check()
+    # Whole microseconds in those types are plain values: accepted, stored as plain datetimes.
+    whole = At(type("_WholeDatetime", (datetime,), {"nanosecond": 0})(2030, 1, 1, tzinfo=UTC))
+    assert type(whole.when) is datetime and whole.when == T0

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from durable_schedule import schedules
-from durable_schedule.errors import DurableError
+from durable_schedule.errors import DurableError, InvalidBounds
 from durable_schedule.work.target import WorkTarget
 from tests.schedules.conftest import HOUR, SCOPE, T0, create, rows
 
@@ -62,6 +62,16 @@ def bad_calls(target):
         "At at the acceptance instant": ("DS117", lambda: create("s", schedules.At(T0), target)),
         "At before the acceptance instant": ("DS117", lambda: create(
             "s", schedules.At(T0 - timedelta(microseconds=1)), target)),
+        # bounds (docs/schedules.md "Bounds and limits": naive datetimes are InvalidBounds)
+        "naive start_at": ("DS148", lambda: create(
+            "s", every, target, start_at=datetime(2030, 1, 2))),
+        "naive end_at": ("DS148", lambda: create(
+            "s", every, target, end_at=datetime(2030, 1, 2))),
+        "naive end_at on update": ("DS148", lambda: schedules.update(
+            SCOPE, "existing", expected_revision=1, end_at=datetime(2030, 1, 2))),
+        "start_at after end_at": ("DS148", lambda: create(
+            "s", every, target, start_at=T0 + 2 * HOUR, end_at=T0 + HOUR)),
+        "max_runs zero": ("DS148", lambda: create("s", every, target, max_runs=0)),
         # target
         "unregistered Work": ("DS105", lambda: create("s", every, UNKNOWN)),
         "target not a WorkTarget": ("DS105", lambda: create("s", every, "billing.invoice")),
@@ -94,6 +104,18 @@ def bad_calls(target):
             SCOPE, "existing", expected_revision=True)),
         "update of an unknown schedule": ("DS108", lambda: schedules.update(
             SCOPE, "unknown", expected_revision=1)),
+        # docs/schedules.md "The API": arguments are validated before the database is touched,
+        # so a bad one is named even when the schedule does not exist.
+        "update with max_runs zero": ("DS148", lambda: schedules.update(
+            SCOPE, "unknown", expected_revision=1, max_runs=0)),
+        "update with a naive start_at": ("DS148", lambda: schedules.update(
+            SCOPE, "unknown", expected_revision=1, start_at=datetime(2030, 1, 2))),
+        "update with start_at after end_at": ("DS148", lambda: schedules.update(
+            SCOPE, "unknown", expected_revision=1, start_at=T0 + 2 * HOUR, end_at=T0 + HOUR)),
+        "update with a jitter that is no timedelta": ("DS149", lambda: schedules.update(
+            SCOPE, "unknown", expected_revision=1, jitter=60)),
+        "update with a negative jitter": ("DS149", lambda: schedules.update(
+            SCOPE, "unknown", expected_revision=1, jitter=-HOUR)),
         "update after delete": ("DS107", lambda: schedules.update(
             SCOPE, "deleted", expected_revision=2, spec=every)),
         "update to a past At": ("DS117", lambda: schedules.update(
@@ -108,6 +130,9 @@ def bad_calls(target):
             SCOPE, "existing", "  ", "ops")),
         "list with a bad limit": ("DS406", lambda: schedules.list(SCOPE, limit=0)),
         "list with an unknown state": ("DS406", lambda: schedules.list(SCOPE, states=["x"])),
+        "list with states not iterable": ("DS406", lambda: schedules.list(SCOPE, states=5)),
+        "list with an unhashable state": ("DS406", lambda: schedules.list(
+            SCOPE, states=[["active"]])),
         "get of an unknown schedule": ("DS108", lambda: schedules.get(SCOPE, "unknown")),
     }
 
@@ -127,6 +152,8 @@ def test_bad_input__raises_its_typed_error_and_writes_nothing(clock, target, cas
     assert err.value.code == code, str(err.value)
     assert err.value.next_action in str(err.value)
     assert snapshot() == before
+    if code == "DS148":
+        assert isinstance(err.value, InvalidBounds)
 
 
 def test_bad_input__spec_constructors_refuse_bad_fields_at_once():
@@ -139,3 +166,19 @@ def test_bad_input__spec_constructors_refuse_bad_fields_at_once():
     with pytest.raises(DurableError) as err:
         schedules.After(timedelta(seconds=-1))
     assert err.value.code == "DS102"
+
+
+@pytest.mark.parametrize("call", [
+    lambda target: create("s", schedules.Every(HOUR), target, jitter="1 minute"),
+    lambda target: create("s", schedules.Every(HOUR), target, jitter=timedelta(0)),
+    lambda target: create("s", schedules.Every(HOUR), target, start_at=datetime(2030, 1, 2)),
+    lambda target: schedules.update(SCOPE, "s", expected_revision=1, jitter=-HOUR),
+    lambda target: schedules.update(SCOPE, "s", expected_revision=1, max_runs=True),
+], ids=["create jitter text", "create zero jitter", "create naive start_at",
+        "update negative jitter", "update max_runs True"])
+def test_bad_arguments_are_refused_before_any_statement(clock, target, call,
+                                                        django_assert_num_queries):
+    """docs/schedules.md "The API": every function validates its arguments before it touches
+    the database; a value that is wrong on its own sends no statement at all."""
+    with django_assert_num_queries(0), pytest.raises(DurableError):
+        call(target)

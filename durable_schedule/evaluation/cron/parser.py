@@ -182,7 +182,9 @@ def _star_or_h(cur: _Cursor, out: _FieldParse, seed: int | None) -> bool:
         if field is Field.DAY_OF_WEEK:
             high = 6  # one Sunday only, so every weekday is equally likely
         if cur.accept("/"):
-            step = _step(cur, high)
+            # A step goes up to the field's highest value, as everywhere (Cronos; ``H/7`` in
+            # day-of-week is one weekday); day-of-month keeps Cronos's 28.
+            step = _step(cur, high if field is Field.DAY_OF_MONTH else field.high)
             offset = h_draw(seed, field, step)
             out.values = set(range(field.low + offset, high + 1, step))
             out.interval = True

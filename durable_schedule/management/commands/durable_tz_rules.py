@@ -5,10 +5,13 @@ Dry run by default: lists every live cron schedule whose persisted rules fingerp
 from the rules this process loads, with both fingerprints and the first instant the change
 would move. ``--apply`` re-issues each of them through the public update path (a new
 generation bound to the current rules, which also clears a ``tz_rules_changed`` suspension).
-Exit status 0 when nothing is (left) affected, 1 when a dry run found affected schedules or
-``--apply`` could not re-issue one (it changed since it was read: its DS code is printed, the
-others are re-issued). A database error ends the command with one DS307 line naming the
-schedules already re-issued.
+A schedule suspended for another reason than ``tz_rules_changed`` (an operator's stop, a
+clock jump, ...) is *held*: re-issuing it would lift that suspension, so ``--apply`` leaves it
+to its own repair (an update, which binds the rules in force). Exit status 0 when nothing is
+(left) affected, 1 when a dry run found affected schedules, ``--apply`` held one, or could not
+re-issue one (it changed since it was read: its DS code is printed, the others are
+re-issued). A database error ends the command with one DS307 line naming the schedules already
+re-issued.
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ class Command(BaseCommand):
             affected = inventory.affected
             if options["apply"]:
                 for item in affected:
+                    if item.held:  # its own repair binds the rules; a re-issue would lift it
+                        continue
                     try:
                         info = tz_rules.reissue(item, actor=actor)
                     except DurableError as exc:  # changed since it was read: the rest go on
@@ -69,7 +74,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(doc, indent=2, sort_keys=True))
         else:
             self._print(inventory, reissued, options["apply"], refused)
-        if (affected and not options["apply"]) or refused:
+        if (affected and not options["apply"]) or refused or inventory.held:
             sys.exit(1)
 
     def _print(self, inventory, reissued, applied: bool, refused: list[dict]) -> None:
@@ -87,7 +92,8 @@ class Command(BaseCommand):
                 f"{moved['utc_new_rules']}")
             w(f"affected {s.scope_id}/{s.schedule_id} ({s.tz}, {s.state}"
               f"{', ' + s.suspension_reason if s.suspension_reason else ''}): persisted "
-              f"{s.persisted_fingerprint[:16]} current {s.current_fingerprint[:16]}; {what}")
+              f"{s.persisted_fingerprint[:16]} current {s.current_fingerprint[:16]}; {what}"
+              f"{'; held (--apply leaves it to its own repair)' if s.held else ''}")
         if applied:
             for r in reissued:
                 w(self.style.SUCCESS(f"re-issued {r['scope_id']}/{r['schedule_id']} as "
@@ -95,6 +101,11 @@ class Command(BaseCommand):
             for r in refused:
                 w(self.style.ERROR(f"not re-issued {r['scope_id']}/{r['schedule_id']}: "
                                    f"{r['error']} (re-run to see it as it is now)"))
+            for s in inventory.held:
+                w(self.style.ERROR(
+                    f"held {s.scope_id}/{s.schedule_id}: suspended ({s.suspension_reason}); "
+                    "a re-issue would lift that suspension: repair it as its reason says "
+                    "(docs/schedules.md), which binds the rules in force"))
         elif inventory.affected:
             w("dry run: nothing changed; re-run with --apply to re-issue them")
         else:

@@ -79,6 +79,16 @@ def test_preview_of_every_at_and_after():
         [T + timedelta(minutes=5)]
 
 
+def test_preview_inclusive_never_lists_the_acceptance_instant_of_an_unanchored_every():
+    """An Every without an anchor is previewed as a create at ``after`` would schedule it: its
+    k = 0 instant is the acceptance instant itself, which equals the starting cursor and never
+    runs, so ``inclusive`` does not list it (docs/schedules.md "Time rules")."""
+    every = schedules.Every(timedelta(hours=1))
+    expected = [T + timedelta(hours=1), T + timedelta(hours=2)]
+    assert schedules.next_instants(every, T, 2, identity=("s", "id")) == expected
+    assert schedules.next_instants(every, T, 2, inclusive=True, identity=("s", "id")) == expected
+
+
 def test_preview_refuses_bad_arguments():
     spec = schedules.Cron("* * * * *")
     for kwargs in ({"count": 0}, {"count": 1001}, {"count": True}, {"inclusive": 1},

@@ -152,6 +152,21 @@ def test_h_step_draws_an_offset_below_the_step():
         assert [b - a for a, b in zip(minutes, minutes[1:], strict=False)] == [15, 15, 15]
 
 
+def test_h_step_in_day_of_week_goes_up_to_7_as_any_step_there():
+    """docs: steps are 1 to the field's highest value (7 in day-of-week, as ``*/7`` and as in
+    Cronos); ``H/7`` is one weekday drawn from 0-6 (Sunday counted once)."""
+    drawn = set()
+    for i in range(100):
+        weekdays = parse("0 0 * * H/7", seed_for("s", str(i))).weekdays
+        assert len(weekdays) == 1 and 0 <= weekdays[0] <= 6
+        drawn.add(weekdays[0])
+    assert drawn == set(range(7))
+    assert parse("0 0 * * H/6", seed_for("s", "x")).weekdays[0] < 6
+    with pytest.raises(InvalidCronExpression) as info:
+        parse("0 0 * * H/8")
+    assert info.value.context["position"] == 10
+
+
 def test_the_seed_hash_is_the_documented_one():
     # docs/schedules.md "H": SHA-256 over framed domain, scope and schedule id; first 8 bytes.
     import hashlib
