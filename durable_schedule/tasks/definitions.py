@@ -29,6 +29,7 @@ from durable_schedule.tasks import arguments
 from durable_schedule.tasks.compat import InvalidTask, Task, signals, task_backends
 from durable_schedule.tasks.options import ResolvedOptions
 from durable_schedule.work import registry
+from durable_schedule.work.rows import EXPIRED
 
 _LOCK = threading.RLock()
 log = logging.getLogger("durable_schedule.tasks")
@@ -262,19 +263,30 @@ class _Executor:
         # KeyboardInterrupt and SystemExit pass without task_finished: they stop the worker and
         # the attempt records no outcome (docs/work.md "What an executor raises"); it is
         # recovered after its lease and may yet succeed, so a FAILED signal would be false.
-        # A return at or after the Work's absolute deadline is not a success: the store
-        # quarantines the result and ends the Work expired (docs/work.md "Deadlines"), so the
-        # signal carries that end, decided on the database clock the store decides on.
-        late = ctx.deadline is not None and _database_now(backend.database) >= ctx.deadline
-        finished = results.after_attempt(task_result, None, value, late=late)
-        results.notify(signals.task_finished, type(backend), finished)
+        if ctx.deadline is None:
+            results.notify(signals.task_finished, type(backend),
+                           results.after_attempt(task_result, None, value))
+        else:
+            # A return is a success only if the store records it before the Work's absolute
+            # deadline; otherwise it quarantines the value and ends the Work expired
+            # (docs/work.md "Deadlines"). A batch records its outcomes after its last attempt,
+            # so a return just before the deadline can be recorded after it: the signal waits
+            # for that record and says what the store decided.
+            ctx.after_outcome(lambda: _finished_as_recorded(backend, ctx, task_result, value))
         return value
 
 
-def _database_now(alias: str):
-    from durable_schedule.tasks.backend import _database_now as now
+def _finished_as_recorded(backend, ctx, task_result, value: Any) -> None:
+    """``task_finished`` for a task that returned, once its outcome is recorded: FAILED with
+    ``TaskExpired`` when the store ended the Work expired (the return was recorded at or after
+    the deadline), else SUCCESSFUL."""
+    from durable_schedule.tasks import results, scoping
 
-    return now(alias)
+    with scoping.scope(ctx.scope):  # receivers see the Work's scope, as during the run
+        found = results.read(ctx.scope, ctx.work_id, using=backend.database)
+        late = found is not None and found[0].state == EXPIRED
+        finished = results.after_attempt(task_result, None, value, late=late)
+        results.notify(signals.task_finished, type(backend), finished)
 
 
 def _call(task: Task, ctx, args: list, kwargs: dict) -> Any:

@@ -88,6 +88,7 @@ class WorkContext:
         self._lease_expires_at = lease_expires_at
         self._cancel_at = float("inf")
         self._lease_end_at = float("inf")
+        self._after_outcome: list[Callable[[], None]] = []
         self._anchor(admitted_at, lease_expires_at,
                      clock.monotonic() if budget_origin is None else budget_origin)
 
@@ -145,6 +146,17 @@ class WorkContext:
         if expires <= db_now:
             self.cancelled.set()
         return expires
+
+    def after_outcome(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` once this attempt's outcome is recorded (committed), in the pass's
+        thread; never if it is not (the pass failed first, or the attempt was abandoned or
+        interrupted). A batch records its outcomes together after its last attempt, so
+        what the store decides (a success recorded at or after the deadline is quarantined)
+        is known only then: the tasks backend sends ``task_finished`` from here."""
+        self._after_outcome.append(fn)
+
+    def outcome_followups(self) -> tuple[Callable[[], None], ...]:
+        return tuple(self._after_outcome)
 
     def __repr__(self) -> str:
         return (f"<WorkContext {self.work_name} {self.work_version} {self.work_id} "

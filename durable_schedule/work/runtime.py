@@ -60,6 +60,7 @@ from durable_schedule.work.outcome import (
     AttemptOutcome,
     record_attempt_outcome,
     record_reconciliation,
+    run_followups,
 )
 from durable_schedule.work.rows import LeaseConflict, lock_claimed, lock_leased, routed_block
 from durable_schedule.work.rows import runtime_block as _runtime_block
@@ -221,6 +222,7 @@ def process_one(claim: Claim, opts: Options, tally: Counter, stop=None) -> None:
                 tally.update(run_with_retry(
                     "work.outcome", partial(record_attempt_outcome, action, outcome, opts.owner,
                                             opts.using), identity=identity))
+                run_followups([outcome])
                 action = None
             else:
                 found, error = _reconcile(action, opts, origin)
@@ -379,7 +381,8 @@ def _succeeded(action: Invoke, ctx: WorkContext, result: Any) -> AttemptOutcome:
         result_json = codec.canonical_json(result, "result")
     except Exception as exc:  # noqa: BLE001 -- a result that is not JSON fails the attempt
         return _failed(action, ctx, exc)
-    return AttemptOutcome("succeeded", result_json=result_json)
+    return AttemptOutcome("succeeded", result_json=result_json,
+                          followups=ctx.outcome_followups())
 
 
 #: Control-flow signals that escaped an executor's (or reconciler's) own code: a generator
@@ -417,7 +420,8 @@ def _failed(action: Invoke, ctx: WorkContext, exc: BaseException) -> AttemptOutc
         raise exc  # KeyboardInterrupt, SystemExit: not an executor's failure
     # Any executor error is a failed attempt; the retry policy decides.
     log_failure("executor", ctx, exc)
-    return AttemptOutcome("failed", error=error_detail(exc, attempt=action.row.attempt))
+    return AttemptOutcome("failed", error=error_detail(exc, attempt=action.row.attempt),
+                          followups=ctx.outcome_followups())
 
 
 def _reconcile(action: Reconcile, opts: Options, origin: float):

@@ -97,3 +97,24 @@ def test_unknown_definition__a_suspension_is_not_an_attempt_error(committed_cloc
         assert run_pass().succeeded == 1
         suspended.refresh()
     assert suspended.status == TaskResultStatus.SUCCESSFUL and suspended.errors == []
+
+
+def test_return_before_the_deadline_recorded_after_it__task_finished_says_expired(
+        committed_clock, finished):
+    """A batch records its outcomes together, after its last attempt: the first task returns
+    1 s before its deadline, the second then moves the clock past it, and the store records
+    the first's outcome late (quarantined, ``expired``). The signal is sent after that record,
+    so it says what the store keeps, not SUCCESSFUL."""
+    early = demo.returns_after_its_deadline.using(priority=10).enqueue(-1)
+    late = demo.returns_after_its_deadline.enqueue(5)
+    run_pass(batch=2)
+    assert work_row(early.id, "state") == ("expired",)
+    assert work_row(late.id, "state") == ("expired",)
+
+    by_id = {r.id: r for r in finished}
+    assert set(by_id) == {early.id, late.id}
+    stored = demo.returns_after_its_deadline.get_result(early.id)
+    assert by_id[early.id].status == stored.status == TaskResultStatus.FAILED
+    assert by_id[early.id].errors[-1].exception_class is TaskExpired
+    with pytest.raises(ValueError):
+        by_id[early.id].return_value  # noqa: B018 - no success, so no return value
