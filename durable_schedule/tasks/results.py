@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import traceback
 import uuid
 from datetime import datetime
 from typing import Any
@@ -47,6 +46,7 @@ from durable_schedule.tasks.compat import (
     TaskResultStatus,
 )
 from durable_schedule.work import codec
+from durable_schedule.work.failures import exception_facts
 from durable_schedule.work.inspection import WorkInfo, _info
 from durable_schedule.work.rows import (
     CANCELED,
@@ -289,9 +289,10 @@ def after_attempt(task_result: TaskResult, exc: BaseException | None,
                                    finished_at=timezone.now())
         object.__setattr__(done, "_return_value", value)
         return done
-    kind = type(exc)
-    error = TaskError(exception_class_path=f"{kind.__module__}.{kind.__qualname__}",
-                      traceback="".join(traceback.format_exception(exc)))
+    # As the runtime stores an attempt's error (work/failures.py): bounded and storable, so a
+    # receiver is not handed megabytes of traceback the stored result never holds.
+    facts = exception_facts(exc)
+    error = TaskError(exception_class_path=facts["class"], traceback=facts["traceback"])
     return dataclasses.replace(task_result, status=TaskResultStatus.FAILED,
                                finished_at=timezone.now(),
                                errors=[*task_result.errors, error])

@@ -118,3 +118,15 @@ def test_return_before_the_deadline_recorded_after_it__task_finished_says_expire
     assert by_id[early.id].errors[-1].exception_class is TaskExpired
     with pytest.raises(ValueError):
         by_id[early.id].return_value  # noqa: B018 - no success, so no return value
+
+
+def test_failed_attempt__task_finished_error_is_bounded_as_stored(committed_clock, finished):
+    """The signal's new error is bounded as the stored one is (8,000 characters): before, it
+    carried the whole traceback, here 100,000 characters of message, to every receiver."""
+    result = demo.always_fails.enqueue("x" * 100_000)
+    run_pass()
+    [signalled] = finished
+    stored = demo.always_fails.get_result(result.id)
+    assert len(stored.errors[-1].traceback) <= 8000
+    assert len(signalled.errors[-1].traceback) <= 8000
+    assert signalled.errors[-1].exception_class is ValueError
