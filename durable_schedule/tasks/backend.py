@@ -121,6 +121,13 @@ class DurableBackend(BaseTaskBackend):
                               "name a module-level attribute (a task defined in a class "
                               "body); workers find a task by its module path, so define it "
                               "at module level")
+        try:
+            # The module path is the Work name (DS115: at most 200 characters): a longer one
+            # passed here and failed every enqueue with InvalidIdentifier.
+            repeated_identifier(task.module_path, "name")
+        except InvalidIdentifier as exc:
+            raise InvalidTask(f"durable task {task.module_path[:200]}: its module path is not "
+                              f"a Work name ({exc.code}: {exc.message})") from None
         if apps.apps_ready and not inside_installed_app(task.func.__module__):
             # A worker imports task code only from installed apps (definitions.py): Work of
             # this task was accepted, then every attempt failed with LookupError (or, in a
@@ -164,6 +171,14 @@ class DurableBackend(BaseTaskBackend):
                                   f"({exc.code}: {exc.message})") from None
         if not isinstance(resolved.version, str) or not resolved.version:
             raise InvalidTask(f"durable task {task.module_path}: version must be a string")
+        try:
+            # The Work version rule (DS115): a version with surrounding spaces, a control
+            # character or over 200 characters passed here and failed every enqueue (and
+            # tasks.target()) with InvalidIdentifier instead of InvalidTask.
+            repeated_identifier(resolved.version, "version")
+        except InvalidIdentifier as exc:
+            raise InvalidTask(f"durable task {task.module_path}: version is not a Work "
+                              f"version ({exc.code}: {exc.message})") from None
         return resolved
 
     def runnable_options(self, task: Task) -> ResolvedOptions:
@@ -338,6 +353,12 @@ def _check_values(values: dict, keys: tuple[str, str, str, str], bad, *,
     version = values.get(version_key)
     if given(version_key) and (not isinstance(version, str) or not version):
         raise bad(version_key, "must be a non-empty string")
+    if given(version_key):
+        try:
+            repeated_identifier(version, "version")
+        except InvalidIdentifier as exc:
+            raise bad(version_key, f"is not a Work version ({exc.code}: {exc.message})"
+                      ) from None
     policy = values.get(policy_key)
     if policy is not None and not isinstance(policy, ExecutionPolicy):
         raise bad(policy_key, "must be an ExecutionPolicy")
