@@ -21,6 +21,7 @@ from django.utils import timezone
 from durable_schedule import conf
 from durable_schedule.errors import (
     DurableError,
+    EnqueueInManualTransaction,
     InvalidIdentifier,
     InvalidScope,
     InvalidTaskOptions,
@@ -196,6 +197,7 @@ class DurableBackend(BaseTaskBackend):
 
     # ------------------------------------------------------------------ enqueue
     def enqueue(self, task: Task, args, kwargs) -> TaskResult:
+        _refuse_manual_transaction(self.database)
         resolved = self.runnable_options(task)
         arguments.fit(task, args, kwargs)
         payload = arguments.to_json(args, kwargs)
@@ -241,6 +243,20 @@ class DurableBackend(BaseTaskBackend):
     def _read_scopes(self) -> list[str]:
         first = scoping.ambient() or self.default_scope
         return [first, *sorted(self._declared_scopes - {first})]
+
+
+def _refuse_manual_transaction(alias: str) -> None:
+    """DS274 before anything is written when the store's connection is under manual transaction
+    management (autocommit off, outside ``atomic()``). The Work would join the caller's open
+    transaction, but ``task_enqueued`` cannot wait for a commit Django does not manage
+    (``on_commit()`` raises there): enqueue() raised after writing, and a caller that committed
+    anyway had a task it had been told failed."""
+    conn = connections[alias]
+    if not conn.in_atomic_block and not conn.get_autocommit():
+        raise EnqueueInManualTransaction(
+            "enqueue() under manual transaction management (autocommit off, outside "
+            "atomic()): the task cannot be tied to a commit Django does not manage",
+            database=alias)
 
 
 #: Module paths whose module attribute was seen to be a durable task of the same function.
