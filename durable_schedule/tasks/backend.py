@@ -10,6 +10,7 @@ task and data commit together or not at all. ``task_enqueued`` is sent on that c
 
 from __future__ import annotations
 
+import threading
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
@@ -82,9 +83,9 @@ class DurableBackend(BaseTaskBackend):
         scope = self.options.get("SCOPE")
         self.default_scope = validate_scope_id(
             scope if scope is not None else conf.default_scope() or DEFAULT_SCOPE)
-        self._declared_scopes: set[str] = {
-            validate_scope_id(values["scope"]) for values in per_task.values()
-            if isinstance(values, dict) and values.get("scope") is not None}
+        _declare_scopes(alias, (validate_scope_id(values["scope"])
+                                for values in per_task.values()
+                                if isinstance(values, dict) and values.get("scope") is not None))
 
     # ------------------------------------------------------------------ validation
     def validate_task(self, task: Task) -> None:
@@ -146,7 +147,7 @@ class DurableBackend(BaseTaskBackend):
                 raise InvalidTask(f"queue_name is not a valid queue name ({exc})") from None
         resolved = self.resolved_options(task)
         if resolved.scope is not None:
-            self._declared_scopes.add(resolved.scope)
+            _declare_scopes(self.alias, (resolved.scope,))
 
     def resolved_options(self, task: Task) -> ResolvedOptions:
         """The task's options after the precedence rule, or InvalidTask naming the bad one."""
@@ -242,7 +243,22 @@ class DurableBackend(BaseTaskBackend):
 
     def _read_scopes(self) -> list[str]:
         first = scoping.ambient() or self.default_scope
-        return [first, *sorted(self._declared_scopes - {first})]
+        with _SCOPES_LOCK:
+            declared = _DECLARED_SCOPES.get(self.alias, set()) - {first}
+        return [first, *sorted(declared)]
+
+
+#: The scopes tasks declare in code (``scope`` options, TASK_OPTIONS), per backend alias, for
+#: the whole process: Django keeps one backend instance per thread, and a task is validated
+#: (its scope declared) in the thread that imports it, so per-instance sets left every other
+#: thread's get_result() blind to them.
+_DECLARED_SCOPES: dict[str, set[str]] = {}
+_SCOPES_LOCK = threading.Lock()
+
+
+def _declare_scopes(alias: str, scopes) -> None:
+    with _SCOPES_LOCK:
+        _DECLARED_SCOPES.setdefault(alias, set()).update(scopes)
 
 
 def _refuse_manual_transaction(alias: str) -> None:
