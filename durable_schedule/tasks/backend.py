@@ -219,10 +219,16 @@ class DurableBackend(BaseTaskBackend):
             enqueued_at=accepted.accepted_at, started_at=None, finished_at=None,
             last_attempted_at=None, args=payload["args"], kwargs=payload["kwargs"],
             backend=self.alias, errors=[], worker_ids=[])
-        transaction.on_commit(
-            lambda: results.notify(signals.task_enqueued, type(self), result),
-            using=self.database)
+        transaction.on_commit(lambda: self._announce(scope, result), using=self.database)
         return result
+
+    def _announce(self, scope: str, result: TaskResult) -> None:
+        """``task_enqueued`` in the scope the task was accepted into, as the worker-side
+        signals are sent in the Work's: the commit may come after the caller's ``with
+        tasks.scope(...)`` block closed, and a receiver's ``refresh()`` then looked in another
+        scope and answered TaskResultDoesNotExist."""
+        with scoping.scope(scope):
+            results.notify(signals.task_enqueued, type(self), result)
 
     # ------------------------------------------------------------------ results
     def get_result(self, result_id: str) -> TaskResult:
