@@ -120,10 +120,28 @@ def _attach_reconciler(task: Task, definition: registry.WorkDefinition) -> None:
         backend = resolved[1] if resolved is not None else task.get_backend()
         found = results.read(ctx.scope, ctx.work_id, using=backend.database)
         task_result = results.build(task, backend.alias, *found)
+        # The lost attempt sent task_started and no task_finished; a verdict that ends the
+        # Work (Applied: succeeded; Unknown or a reconciler that raised: suspended) is its
+        # end, so task_finished is sent once the verdict is recorded. NotApplied sends none:
+        # the next attempt runs and sends its own.
+        ctx.after_outcome(lambda: _finished_if_ended(task, backend, ctx))
         with scoping.scope(ctx.scope):  # as the task's run sees it (_Executor)
             return fn(results.context(task_result, ctx), *payload["args"], **payload["kwargs"])
 
     definition.reconciler(reconcile)
+
+
+def _finished_if_ended(task: Task, backend, ctx) -> None:
+    """``task_finished`` with the stored result, when the recorded verdict finished it."""
+    from durable_schedule.tasks import results, scoping
+
+    with scoping.scope(ctx.scope):  # receivers see the Work's scope, as during the run
+        found = results.read(ctx.scope, ctx.work_id, using=backend.database)
+        if found is None:
+            return
+        stored = results.build(task, backend.alias, *found)
+        if stored.is_finished:
+            results.notify(signals.task_finished, type(backend), stored)
 
 
 def task_for_name(name: str) -> Task | None:

@@ -148,11 +148,12 @@ class WorkContext:
         return expires
 
     def after_outcome(self, fn: Callable[[], None]) -> None:
-        """Call ``fn()`` once this attempt's outcome is recorded (committed), in the pass's
-        thread; never if it is not (the pass failed first, or the attempt was abandoned or
-        interrupted). A batch records its outcomes together after its last attempt, so
-        what the store decides (a success recorded at or after the deadline is quarantined)
-        is known only then: the tasks backend sends ``task_finished`` from here."""
+        """Call ``fn()`` once this attempt's outcome (for a reconciler: its verdict) is
+        recorded (committed), in the thread that records it; never if it is not (the pass
+        failed first, or the attempt was abandoned or interrupted). A batch records its
+        outcomes together after its last attempt, so what the store decides (a success
+        recorded at or after the deadline is quarantined) is known only then: the tasks
+        backend sends ``task_finished`` from here."""
         self._after_outcome.append(fn)
 
     def outcome_followups(self) -> tuple[Callable[[], None], ...]:

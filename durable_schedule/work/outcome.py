@@ -79,15 +79,20 @@ log = logging.getLogger("durable_schedule.work")
 
 
 def run_followups(outcomes: Iterable[AttemptOutcome]) -> None:
-    """Run the ``after_outcome`` callables of outcomes that were just recorded. One that
-    raises is logged: the outcomes are committed, and the pass goes on."""
-    for outcome in outcomes:
-        for fn in outcome.followups:
-            try:
-                fn()
-            except Exception:  # noqa: BLE001 -- a follow-up cannot undo a committed outcome
-                log.exception("a callable run after an attempt's outcome was recorded raised; "
-                              "the outcome stands")
+    """Run the ``after_outcome`` callables of outcomes that were just recorded."""
+    run_after_record(fn for outcome in outcomes for fn in outcome.followups)
+
+
+def run_after_record(fns: Iterable[Callable[[], None]]) -> None:
+    """Run ``after_outcome`` callables once what they wait for is recorded (an attempt's
+    outcome, a reconciler's verdict). One that raises is logged: the record is committed, and
+    the pass goes on."""
+    for fn in fns:
+        try:
+            fn()
+        except Exception:  # noqa: BLE001 -- a follow-up cannot undo a committed record
+            log.exception("a callable run after an outcome was recorded raised; the outcome "
+                          "stands")
 
 
 #: The permit resolutions this lease's own outcome record writes, by outcome kind: a success

@@ -60,6 +60,7 @@ from durable_schedule.work.outcome import (
     AttemptOutcome,
     record_attempt_outcome,
     record_reconciliation,
+    run_after_record,
     run_followups,
 )
 from durable_schedule.work.rows import LeaseConflict, lock_claimed, lock_leased, routed_block
@@ -225,7 +226,7 @@ def process_one(claim: Claim, opts: Options, tally: Counter, stop=None) -> None:
                 run_followups([outcome])
                 action = None
             else:
-                found, error = _reconcile(action, opts, origin)
+                found, error, followups = _reconcile(action, opts, origin)
                 if found is _NOT_INVOKED or found is _ABANDONED:
                     # The reconciliation lease ended locally before the reconciler ran, or an
                     # async reconciler was abandoned: record nothing; the lease expires and the
@@ -237,6 +238,9 @@ def process_one(claim: Claim, opts: Options, tally: Counter, stop=None) -> None:
                     "work.reconciliation", partial(record_reconciliation, action, found, error,
                                                    opts.owner, opts.using), identity=identity)
                 tally.update(counts)
+                # As after an attempt's outcome: what the reconciler asked to run once its
+                # verdict is recorded (the tasks backend's task_finished).
+                run_after_record(followups)
     except LeaseConflict:
         # A guarded statement found the row moved on after the lock (only a tampered store can
         # do that): its transaction rolled back, and the row is left to the next claim.
@@ -433,25 +437,26 @@ def _reconcile(action: Reconcile, opts: Options, origin: float):
         value = run_guarded(definition.reconciler_fn, ctx, payload, heartbeat=opts.heartbeat,
                             cadence_seconds=cadence, using=opts.using)
     except OverBudget:
-        return _NOT_INVOKED, None
+        return _NOT_INVOKED, None, ()
     except aio.Abandoned as exc:
         # As a reconciliation lease that ended before the reconciler ran: record nothing.
         _abandoned(ctx, exc, "the async reconciler")
-        return _ABANDONED, None
+        return _ABANDONED, None, ()
     except aio.EscapedInterrupt as exc:  # stops the worker, as a synchronous reconciler's
         raise exc.raised from None
     except (Exception, *_ESCAPED_SIGNALS) as exc:  # a reconciler that cannot answer is
         exc = _raised(exc)  # Unknown (suspends)
         log_failure("reconciler", ctx, exc)
-        return None, error_detail(exc, permit_no=action.permit_no)
+        return None, error_detail(exc, permit_no=action.permit_no), ctx.outcome_followups()
     refused = _returned_awaitable(value, "reconciler")
     if refused is not None:  # Unknown: the reconciler's answer was never computed
         log_failure("reconciler", ctx, refused)
-        return None, error_detail(refused, permit_no=action.permit_no)
+        return (None, error_detail(refused, permit_no=action.permit_no),
+                ctx.outcome_followups())
     found = as_verdict(value)
     if found is None:
         return None, error_detail(code="invalid_verdict", permit_no=action.permit_no,
                                   message=f"the reconciler returned "
                                           f"{safe_text(value, as_repr=True)}, not Applied / "
-                                          "NotApplied / Unknown")
-    return found, None
+                                          "NotApplied / Unknown"), ctx.outcome_followups()
+    return found, None, ctx.outcome_followups()
