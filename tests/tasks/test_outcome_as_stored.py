@@ -130,3 +130,19 @@ def test_failed_attempt__task_finished_error_is_bounded_as_stored(committed_cloc
     assert len(stored.errors[-1].traceback) <= 8000
     assert len(signalled.errors[-1].traceback) <= 8000
     assert signalled.errors[-1].exception_class is ValueError
+
+
+def test_after_record__a_follow_up_that_raises_is_logged_and_the_rest_still_run(caplog):
+    """What runs after an outcome is recorded (the deferred task_finished) cannot undo it: a
+    follow-up that raises (its read of the stored result failed) is logged, and the follow-ups
+    of the other outcomes of the batch still run."""
+    from durable_schedule.work.outcome import run_after_record
+
+    ran = []
+
+    def broken():
+        raise RuntimeError("the read failed")
+
+    run_after_record([broken, lambda: ran.append("next")])
+    assert ran == ["next"]
+    assert "an outcome was recorded raised" in caplog.text
