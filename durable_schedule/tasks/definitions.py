@@ -30,6 +30,7 @@ from durable_schedule.tasks.compat import InvalidTask, Task, signals, task_backe
 from durable_schedule.tasks.options import ResolvedOptions
 from durable_schedule.work import registry
 from durable_schedule.work.rows import EXPIRED
+from durable_schedule.work.runtime import _returned_awaitable
 
 _LOCK = threading.RLock()
 log = logging.getLogger("durable_schedule.tasks")
@@ -309,7 +310,14 @@ def _finished_as_recorded(backend, ctx, task_result, value: Any) -> None:
 
 def _call(task: Task, ctx, args: list, kwargs: dict) -> Any:
     if not iscoroutinefunction(task.func):
-        return task.func(*args, **kwargs)
+        value = task.func(*args, **kwargs)
+        # A sync task that hands back a coroutine (a plain wrapper around an async def) fails
+        # as a Work executor doing so does: DS260, the coroutine closed. Otherwise it failed
+        # as a return value that is not JSON, and the coroutine warned "never awaited" later.
+        refused = _returned_awaitable(value, "task")
+        if refused is not None:
+            raise refused
+        return value
     return asyncio.run(_run_async(task.func(*args, **kwargs), ctx))
 
 

@@ -158,3 +158,9 @@ def stop_unreconcilable(order_id):
 @tasks.reconciler(stop_unreconcilable)
 def stop_unreconcilable_unknown(context, order_id):
     return work.Unknown()
+
+
+@task
+def returns_a_coroutine(a, b):
+    """A sync task that hands back an async call instead of awaiting it (a plain wrapper)."""
+    return async_add.func(a, b)
