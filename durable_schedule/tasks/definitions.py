@@ -309,16 +309,18 @@ def _finished_as_recorded(backend, ctx, task_result, value: Any) -> None:
 
 
 def _call(task: Task, ctx, args: list, kwargs: dict) -> Any:
-    if not iscoroutinefunction(task.func):
+    if iscoroutinefunction(task.func):
+        value = asyncio.run(_run_async(task.func(*args, **kwargs), ctx))
+    else:
         value = task.func(*args, **kwargs)
-        # A sync task that hands back a coroutine (a plain wrapper around an async def) fails
-        # as a Work executor doing so does: DS260, the coroutine closed. Otherwise it failed
-        # as a return value that is not JSON, and the coroutine warned "never awaited" later.
-        refused = _returned_awaitable(value, "task")
-        if refused is not None:
-            raise refused
-        return value
-    return asyncio.run(_run_async(task.func(*args, **kwargs), ctx))
+    # A task that hands back a coroutine (a plain wrapper around an async def, or an async def
+    # returning another one) fails as a Work executor doing so does: DS260, the coroutine
+    # closed. Otherwise it failed as a return value that is not JSON, and the coroutine warned
+    # "never awaited" later, from the garbage collector.
+    refused = _returned_awaitable(value, "task")
+    if refused is not None:
+        raise refused
+    return value
 
 
 async def _run_async(coro, ctx) -> Any:

@@ -164,3 +164,9 @@ def stop_unreconcilable_unknown(context, order_id):
 def returns_a_coroutine(a, b):
     """A sync task that hands back an async call instead of awaiting it (a plain wrapper)."""
     return async_add.func(a, b)
+
+
+@task
+async def async_returns_a_coroutine(a, b):
+    """An async task that returns another coroutine instead of awaiting it."""
+    return async_add.func(a, b)
