@@ -117,7 +117,7 @@ def _attach_reconciler(task: Task, definition: registry.WorkDefinition) -> None:
         # The backend the task runs at this Work's version on, as _Executor finds it: the task
         # this definition was registered from names its own backend, which need not be the
         # alias that accepted the Work (using(backend=...)).
-        resolved = _resolved_task(definition.name, definition.version)
+        resolved = _resolved_task(definition.name, definition.version, ctx.using)
         backend = resolved[1] if resolved is not None else task.get_backend()
         found = results.read(ctx.scope, ctx.work_id, using=backend.database)
         task_result = results.build(task, backend.alias, *found)
@@ -189,7 +189,8 @@ def resolve_definition(name: str, version: str) -> registry.WorkDefinition | Non
     return definition_for(task, resolved)
 
 
-def _resolved_task(name: str, version: str) -> tuple[Task, Any, ResolvedOptions] | None:
+def _resolved_task(name: str, version: str, database: str | None = None
+                   ) -> tuple[Task, Any, ResolvedOptions] | None:
     """The task called ``name``, the durable backend it runs at ``version`` on and its options
     there; else None.
 
@@ -198,12 +199,18 @@ def _resolved_task(name: str, version: str) -> tuple[Task, Any, ResolvedOptions]
     backend gives the task (its ``VERSION`` or ``TASK_OPTIONS``), and a worker must find the
     definition at that version. Asking only the task's own backend suspended such Work
     (unknown_definition) in every worker, also in the process that had just enqueued it.
+    ``database``: the alias the worker serves the Work from; the backends on it are asked
+    first (in the same order), because the run's result is read through the backend's
+    ``DATABASE``: the task's own backend on another database read where the Work is not.
     """
     found = _task_and_backend(name)
     if found is None:
         return None
     task, own = found
-    for backend in (own, *_other_durable_backends(own)):
+    backends = [own, *_other_durable_backends(own)]
+    if database is not None:
+        backends.sort(key=lambda backend: backend.database != database)  # stable
+    for backend in backends:
         try:
             resolved = backend.resolved_options(task)
         except InvalidTask:
@@ -260,7 +267,7 @@ class _Executor:
     def _run(self, ctx, payload: dict[str, Any]) -> Any:
         from durable_schedule.tasks import results
 
-        found = _resolved_task(self.name, self.version)
+        found = _resolved_task(self.name, self.version, ctx.using)
         if found is None:
             # Only when the task went away between the claim (registry.lookup asked
             # _resolves, and a task already gone is suspended there) and this call.

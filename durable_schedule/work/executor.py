@@ -65,7 +65,7 @@ class WorkContext:
                  admitted_at: datetime, lease_owner: str, lease_generation: int,
                  lease_expires_at: datetime, reconciling: bool,
                  renewer: Callable[[WorkContext], tuple[datetime, datetime]],
-                 budget_origin: float | None = None) -> None:
+                 budget_origin: float | None = None, using: str | None = None) -> None:
         self.scope = scope
         self.work_id = work_id
         self.work_name = work_name
@@ -82,6 +82,8 @@ class WorkContext:
         self.lease_owner = lease_owner
         self.lease_generation = lease_generation
         self.reconciling = reconciling
+        #: The database alias the runtime serves this attempt from (None: not known).
+        self.using = using
         self.cancelled = threading.Event()
         self._renewer = renewer
         self._lock = threading.Lock()

@@ -273,7 +273,7 @@ def context(action: Invoke | Reconcile, opts: Options, origin: float, *,
         lease_expires_at=row.lease_expires_at, reconciling=reconciling,
         renewer=partial(_renew, action.routing_id, row.id,
                         action.started_at if reconciling else None, opts.using),
-        budget_origin=origin,
+        budget_origin=origin, using=opts.using,
     )
 
 
