@@ -43,9 +43,30 @@ def _load_tasks_backend() -> None:
     from django.conf import settings
 
     configured = getattr(settings, "TASKS", None) or {}
-    if any(str(params.get("BACKEND", "")).startswith("durable_schedule.tasks")
+    if any(_is_durable_backend(params.get("BACKEND"))
            for params in configured.values() if isinstance(params, dict)):
         import durable_schedule.tasks  # noqa: F401
+
+
+def _is_durable_backend(path: object) -> bool:
+    """Whether ``BACKEND`` names the durable backend or a project's subclass of it. Only the
+    path was compared before: with a subclass (``myproject.tasks.Backend``) a fresh worker,
+    which never touched ``task_backends``, registered no resolver and suspended every task's
+    Work as an unknown definition. A path that does not import is left to Django, which
+    reports it when the backend is first used."""
+    if not isinstance(path, str):
+        return False
+    if path.startswith("durable_schedule.tasks"):
+        return True
+    from django.utils.module_loading import import_string
+
+    try:
+        backend = import_string(path)
+    except Exception:  # noqa: BLE001 -- not ours to report here (see above)
+        return False
+    return isinstance(backend, type) and any(
+        f"{base.__module__}.{base.__qualname__}" == "durable_schedule.tasks.backend."
+        "DurableBackend" for base in backend.__mro__)
 
 
 def _autodiscover_work() -> None:

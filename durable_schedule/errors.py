@@ -518,6 +518,16 @@ class TaskScopeMismatch(WorkError):
     )
 
 
+# DS274-DS279: the django.tasks backend, further refusals (docs/tasks.md).
+class EnqueueInManualTransaction(WorkError):
+    code = "DS274"
+    next_action = (
+        "enqueue() under manual transaction management (autocommit off, outside atomic()) "
+        "cannot tie the task to your commit: put it in transaction.atomic() on the store's "
+        "alias; nothing was written (docs/tasks.md \"Transactions\")."
+    )
+
+
 # DS246-DS249: adaptive claim sizing of the Work pipeline (docs/work.md "Batched Work").
 class InvalidWaitBudget(WorkError):
     code = "DS246"

@@ -10,6 +10,7 @@ task and data commit together or not at all. ``task_enqueued`` is sent on that c
 
 from __future__ import annotations
 
+import threading
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,6 +22,7 @@ from django.utils import timezone
 from durable_schedule import conf
 from durable_schedule.errors import (
     DurableError,
+    EnqueueInManualTransaction,
     InvalidIdentifier,
     InvalidScope,
     InvalidTaskOptions,
@@ -81,9 +83,9 @@ class DurableBackend(BaseTaskBackend):
         scope = self.options.get("SCOPE")
         self.default_scope = validate_scope_id(
             scope if scope is not None else conf.default_scope() or DEFAULT_SCOPE)
-        self._declared_scopes: set[str] = {
-            validate_scope_id(values["scope"]) for values in per_task.values()
-            if isinstance(values, dict) and values.get("scope") is not None}
+        _declare_scopes(alias, (validate_scope_id(values["scope"])
+                                for values in per_task.values()
+                                if isinstance(values, dict) and values.get("scope") is not None))
 
     # ------------------------------------------------------------------ validation
     def validate_task(self, task: Task) -> None:
@@ -121,6 +123,13 @@ class DurableBackend(BaseTaskBackend):
                               "name a module-level attribute (a task defined in a class "
                               "body); workers find a task by its module path, so define it "
                               "at module level")
+        try:
+            # The module path is the Work name (DS115: at most 200 characters): a longer one
+            # passed here and failed every enqueue with InvalidIdentifier.
+            repeated_identifier(task.module_path, "name")
+        except InvalidIdentifier as exc:
+            raise InvalidTask(f"durable task {task.module_path[:200]}: its module path is not "
+                              f"a Work name ({exc.code}: {exc.message})") from None
         if apps.apps_ready and not inside_installed_app(task.func.__module__):
             # A worker imports task code only from installed apps (definitions.py): Work of
             # this task was accepted, then every attempt failed with LookupError (or, in a
@@ -138,7 +147,7 @@ class DurableBackend(BaseTaskBackend):
                 raise InvalidTask(f"queue_name is not a valid queue name ({exc})") from None
         resolved = self.resolved_options(task)
         if resolved.scope is not None:
-            self._declared_scopes.add(resolved.scope)
+            _declare_scopes(self.alias, (resolved.scope,))
 
     def resolved_options(self, task: Task) -> ResolvedOptions:
         """The task's options after the precedence rule, or InvalidTask naming the bad one."""
@@ -164,6 +173,14 @@ class DurableBackend(BaseTaskBackend):
                                   f"({exc.code}: {exc.message})") from None
         if not isinstance(resolved.version, str) or not resolved.version:
             raise InvalidTask(f"durable task {task.module_path}: version must be a string")
+        try:
+            # The Work version rule (DS115): a version with surrounding spaces, a control
+            # character or over 200 characters passed here and failed every enqueue (and
+            # tasks.target()) with InvalidIdentifier instead of InvalidTask.
+            repeated_identifier(resolved.version, "version")
+        except InvalidIdentifier as exc:
+            raise InvalidTask(f"durable task {task.module_path}: version is not a Work "
+                              f"version ({exc.code}: {exc.message})") from None
         return resolved
 
     def runnable_options(self, task: Task) -> ResolvedOptions:
@@ -181,6 +198,7 @@ class DurableBackend(BaseTaskBackend):
 
     # ------------------------------------------------------------------ enqueue
     def enqueue(self, task: Task, args, kwargs) -> TaskResult:
+        _refuse_manual_transaction(self.database)
         resolved = self.runnable_options(task)
         arguments.fit(task, args, kwargs)
         payload = arguments.to_json(args, kwargs)
@@ -201,10 +219,16 @@ class DurableBackend(BaseTaskBackend):
             enqueued_at=accepted.accepted_at, started_at=None, finished_at=None,
             last_attempted_at=None, args=payload["args"], kwargs=payload["kwargs"],
             backend=self.alias, errors=[], worker_ids=[])
-        transaction.on_commit(
-            lambda: results.notify(signals.task_enqueued, type(self), result),
-            using=self.database)
+        transaction.on_commit(lambda: self._announce(scope, result), using=self.database)
         return result
+
+    def _announce(self, scope: str, result: TaskResult) -> None:
+        """``task_enqueued`` in the scope the task was accepted into, as the worker-side
+        signals are sent in the Work's: the commit may come after the caller's ``with
+        tasks.scope(...)`` block closed, and a receiver's ``refresh()`` then looked in another
+        scope and answered TaskResultDoesNotExist."""
+        with scoping.scope(scope):
+            results.notify(signals.task_enqueued, type(self), result)
 
     # ------------------------------------------------------------------ results
     def get_result(self, result_id: str) -> TaskResult:
@@ -225,7 +249,36 @@ class DurableBackend(BaseTaskBackend):
 
     def _read_scopes(self) -> list[str]:
         first = scoping.ambient() or self.default_scope
-        return [first, *sorted(self._declared_scopes - {first})]
+        with _SCOPES_LOCK:
+            declared = _DECLARED_SCOPES.get(self.alias, set()) - {first}
+        return [first, *sorted(declared)]
+
+
+#: The scopes tasks declare in code (``scope`` options, TASK_OPTIONS), per backend alias, for
+#: the whole process: Django keeps one backend instance per thread, and a task is validated
+#: (its scope declared) in the thread that imports it, so per-instance sets left every other
+#: thread's get_result() blind to them.
+_DECLARED_SCOPES: dict[str, set[str]] = {}
+_SCOPES_LOCK = threading.Lock()
+
+
+def _declare_scopes(alias: str, scopes) -> None:
+    with _SCOPES_LOCK:
+        _DECLARED_SCOPES.setdefault(alias, set()).update(scopes)
+
+
+def _refuse_manual_transaction(alias: str) -> None:
+    """DS274 before anything is written when the store's connection is under manual transaction
+    management (autocommit off, outside ``atomic()``). The Work would join the caller's open
+    transaction, but ``task_enqueued`` cannot wait for a commit Django does not manage
+    (``on_commit()`` raises there): enqueue() raised after writing, and a caller that committed
+    anyway had a task it had been told failed."""
+    conn = connections[alias]
+    if not conn.in_atomic_block and not conn.get_autocommit():
+        raise EnqueueInManualTransaction(
+            "enqueue() under manual transaction management (autocommit off, outside "
+            "atomic()): the task cannot be tied to a commit Django does not manage",
+            database=alias)
 
 
 #: Module paths whose module attribute was seen to be a durable task of the same function.
@@ -338,6 +391,12 @@ def _check_values(values: dict, keys: tuple[str, str, str, str], bad, *,
     version = values.get(version_key)
     if given(version_key) and (not isinstance(version, str) or not version):
         raise bad(version_key, "must be a non-empty string")
+    if given(version_key):
+        try:
+            repeated_identifier(version, "version")
+        except InvalidIdentifier as exc:
+            raise bad(version_key, f"is not a Work version ({exc.code}: {exc.message})"
+                      ) from None
     policy = values.get(policy_key)
     if policy is not None and not isinstance(policy, ExecutionPolicy):
         raise bad(policy_key, "must be an ExecutionPolicy")

@@ -29,6 +29,8 @@ from durable_schedule.tasks import arguments
 from durable_schedule.tasks.compat import InvalidTask, Task, signals, task_backends
 from durable_schedule.tasks.options import ResolvedOptions
 from durable_schedule.work import registry
+from durable_schedule.work.rows import EXPIRED
+from durable_schedule.work.runtime import _returned_awaitable
 
 _LOCK = threading.RLock()
 log = logging.getLogger("durable_schedule.tasks")
@@ -115,14 +117,32 @@ def _attach_reconciler(task: Task, definition: registry.WorkDefinition) -> None:
         # The backend the task runs at this Work's version on, as _Executor finds it: the task
         # this definition was registered from names its own backend, which need not be the
         # alias that accepted the Work (using(backend=...)).
-        resolved = _resolved_task(definition.name, definition.version)
+        resolved = _resolved_task(definition.name, definition.version, ctx.using)
         backend = resolved[1] if resolved is not None else task.get_backend()
         found = results.read(ctx.scope, ctx.work_id, using=backend.database)
         task_result = results.build(task, backend.alias, *found)
+        # The lost attempt sent task_started and no task_finished; a verdict that ends the
+        # Work (Applied: succeeded; Unknown or a reconciler that raised: suspended) is its
+        # end, so task_finished is sent once the verdict is recorded. NotApplied sends none:
+        # the next attempt runs and sends its own.
+        ctx.after_outcome(lambda: _finished_if_ended(task, backend, ctx))
         with scoping.scope(ctx.scope):  # as the task's run sees it (_Executor)
             return fn(results.context(task_result, ctx), *payload["args"], **payload["kwargs"])
 
     definition.reconciler(reconcile)
+
+
+def _finished_if_ended(task: Task, backend, ctx) -> None:
+    """``task_finished`` with the stored result, when the recorded verdict finished it."""
+    from durable_schedule.tasks import results, scoping
+
+    with scoping.scope(ctx.scope):  # receivers see the Work's scope, as during the run
+        found = results.read(ctx.scope, ctx.work_id, using=backend.database)
+        if found is None:
+            return
+        stored = results.build(task, backend.alias, *found)
+        if stored.is_finished:
+            results.notify(signals.task_finished, type(backend), stored)
 
 
 def task_for_name(name: str) -> Task | None:
@@ -169,7 +189,8 @@ def resolve_definition(name: str, version: str) -> registry.WorkDefinition | Non
     return definition_for(task, resolved)
 
 
-def _resolved_task(name: str, version: str) -> tuple[Task, Any, ResolvedOptions] | None:
+def _resolved_task(name: str, version: str, database: str | None = None
+                   ) -> tuple[Task, Any, ResolvedOptions] | None:
     """The task called ``name``, the durable backend it runs at ``version`` on and its options
     there; else None.
 
@@ -178,12 +199,18 @@ def _resolved_task(name: str, version: str) -> tuple[Task, Any, ResolvedOptions]
     backend gives the task (its ``VERSION`` or ``TASK_OPTIONS``), and a worker must find the
     definition at that version. Asking only the task's own backend suspended such Work
     (unknown_definition) in every worker, also in the process that had just enqueued it.
+    ``database``: the alias the worker serves the Work from; the backends on it are asked
+    first (in the same order), because the run's result is read through the backend's
+    ``DATABASE``: the task's own backend on another database read where the Work is not.
     """
     found = _task_and_backend(name)
     if found is None:
         return None
     task, own = found
-    for backend in (own, *_other_durable_backends(own)):
+    backends = [own, *_other_durable_backends(own)]
+    if database is not None:
+        backends.sort(key=lambda backend: backend.database != database)  # stable
+    for backend in backends:
         try:
             resolved = backend.resolved_options(task)
         except InvalidTask:
@@ -240,7 +267,7 @@ class _Executor:
     def _run(self, ctx, payload: dict[str, Any]) -> Any:
         from durable_schedule.tasks import results
 
-        found = _resolved_task(self.name, self.version)
+        found = _resolved_task(self.name, self.version, ctx.using)
         if found is None:
             # Only when the task went away between the claim (registry.lookup asked
             # _resolves, and a task already gone is suspended there) and this call.
@@ -262,25 +289,45 @@ class _Executor:
         # KeyboardInterrupt and SystemExit pass without task_finished: they stop the worker and
         # the attempt records no outcome (docs/work.md "What an executor raises"); it is
         # recovered after its lease and may yet succeed, so a FAILED signal would be false.
-        # A return at or after the Work's absolute deadline is not a success: the store
-        # quarantines the result and ends the Work expired (docs/work.md "Deadlines"), so the
-        # signal carries that end, decided on the database clock the store decides on.
-        late = ctx.deadline is not None and _database_now(backend.database) >= ctx.deadline
-        finished = results.after_attempt(task_result, None, value, late=late)
-        results.notify(signals.task_finished, type(backend), finished)
+        if ctx.deadline is None:
+            results.notify(signals.task_finished, type(backend),
+                           results.after_attempt(task_result, None, value))
+        else:
+            # A return is a success only if the store records it before the Work's absolute
+            # deadline; otherwise it quarantines the value and ends the Work expired
+            # (docs/work.md "Deadlines"). A batch records its outcomes after its last attempt,
+            # so a return just before the deadline can be recorded after it: the signal waits
+            # for that record and says what the store decided.
+            ctx.after_outcome(lambda: _finished_as_recorded(backend, ctx, task_result, value))
         return value
 
 
-def _database_now(alias: str):
-    from durable_schedule.tasks.backend import _database_now as now
+def _finished_as_recorded(backend, ctx, task_result, value: Any) -> None:
+    """``task_finished`` for a task that returned, once its outcome is recorded: FAILED with
+    ``TaskExpired`` when the store ended the Work expired (the return was recorded at or after
+    the deadline), else SUCCESSFUL."""
+    from durable_schedule.tasks import results, scoping
 
-    return now(alias)
+    with scoping.scope(ctx.scope):  # receivers see the Work's scope, as during the run
+        found = results.read(ctx.scope, ctx.work_id, using=backend.database)
+        late = found is not None and found[0].state == EXPIRED
+        finished = results.after_attempt(task_result, None, value, late=late)
+        results.notify(signals.task_finished, type(backend), finished)
 
 
 def _call(task: Task, ctx, args: list, kwargs: dict) -> Any:
-    if not iscoroutinefunction(task.func):
-        return task.func(*args, **kwargs)
-    return asyncio.run(_run_async(task.func(*args, **kwargs), ctx))
+    if iscoroutinefunction(task.func):
+        value = asyncio.run(_run_async(task.func(*args, **kwargs), ctx))
+    else:
+        value = task.func(*args, **kwargs)
+    # A task that hands back a coroutine (a plain wrapper around an async def, or an async def
+    # returning another one) fails as a Work executor doing so does: DS260, the coroutine
+    # closed. Otherwise it failed as a return value that is not JSON, and the coroutine warned
+    # "never awaited" later, from the garbage collector.
+    refused = _returned_awaitable(value, "task")
+    if refused is not None:
+        raise refused
+    return value
 
 
 async def _run_async(coro, ctx) -> Any:

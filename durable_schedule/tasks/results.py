@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import traceback
 import uuid
 from datetime import datetime
 from typing import Any
@@ -47,6 +46,7 @@ from durable_schedule.tasks.compat import (
     TaskResultStatus,
 )
 from durable_schedule.work import codec
+from durable_schedule.work.failures import exception_facts
 from durable_schedule.work.inspection import WorkInfo, _info
 from durable_schedule.work.rows import (
     CANCELED,
@@ -131,8 +131,7 @@ def read(scope: str, work_id: uuid.UUID, *, using: str | None = None
 
 def build(task: Task, alias: str, info: WorkInfo, history: list[tuple],
           routing: tuple[str, int, datetime | None] | None = None) -> TaskResult:
-    admitted = [(actor, at) for event, _attempt, actor, _detail, at in history
-                if event == "admitted"]
+    admitted = _attempts_run(history)
     errors = [_task_error(codec.loads(detail).get("error") if isinstance(detail, str)
                           else (detail or {}).get("error"))
               for event, _attempt, _actor, detail, _at in history if event in _OUTCOME_EVENTS]
@@ -168,6 +167,21 @@ def build(task: Task, alias: str, info: WorkInfo, history: list[tuple],
     if info.state == SUCCEEDED:
         object.__setattr__(result, "_return_value", info.result)
     return result
+
+
+def _attempts_run(history: list[tuple]) -> list[tuple[str, datetime]]:
+    """(lease owner, admission instant) of each attempt, in order. An admission the worker
+    handed back uninvoked (it was stopping, or its local budget ran out before the call) is
+    followed by ``not_invoked`` under the same lease, and the runtime takes its attempt number
+    back: counting it made ``attempts`` exceed ``TaskContext.attempt`` and showed a READY task
+    that never started with a ``started_at``."""
+    admitted: list[tuple[str, datetime]] = []
+    for event, _attempt, actor, _detail, at in history:
+        if event == "admitted":
+            admitted.append((actor, at))
+        elif event == "not_invoked" and admitted:
+            admitted.pop()
+    return admitted
 
 
 def _finished_at(info: WorkInfo, history: list[tuple]) -> datetime | None:
@@ -275,9 +289,10 @@ def after_attempt(task_result: TaskResult, exc: BaseException | None,
                                    finished_at=timezone.now())
         object.__setattr__(done, "_return_value", value)
         return done
-    kind = type(exc)
-    error = TaskError(exception_class_path=f"{kind.__module__}.{kind.__qualname__}",
-                      traceback="".join(traceback.format_exception(exc)))
+    # As the runtime stores an attempt's error (work/failures.py): bounded and storable, so a
+    # receiver is not handed megabytes of traceback the stored result never holds.
+    facts = exception_facts(exc)
+    error = TaskError(exception_class_path=facts["class"], traceback=facts["traceback"])
     return dataclasses.replace(task_result, status=TaskResultStatus.FAILED,
                                finished_at=timezone.now(),
                                errors=[*task_result.errors, error])

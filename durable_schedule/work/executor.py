@@ -65,7 +65,7 @@ class WorkContext:
                  admitted_at: datetime, lease_owner: str, lease_generation: int,
                  lease_expires_at: datetime, reconciling: bool,
                  renewer: Callable[[WorkContext], tuple[datetime, datetime]],
-                 budget_origin: float | None = None) -> None:
+                 budget_origin: float | None = None, using: str | None = None) -> None:
         self.scope = scope
         self.work_id = work_id
         self.work_name = work_name
@@ -82,12 +82,15 @@ class WorkContext:
         self.lease_owner = lease_owner
         self.lease_generation = lease_generation
         self.reconciling = reconciling
+        #: The database alias the runtime serves this attempt from (None: not known).
+        self.using = using
         self.cancelled = threading.Event()
         self._renewer = renewer
         self._lock = threading.Lock()
         self._lease_expires_at = lease_expires_at
         self._cancel_at = float("inf")
         self._lease_end_at = float("inf")
+        self._after_outcome: list[Callable[[], None]] = []
         self._anchor(admitted_at, lease_expires_at,
                      clock.monotonic() if budget_origin is None else budget_origin)
 
@@ -145,6 +148,18 @@ class WorkContext:
         if expires <= db_now:
             self.cancelled.set()
         return expires
+
+    def after_outcome(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` once this attempt's outcome (for a reconciler: its verdict) is
+        recorded (committed), in the thread that records it; never if it is not (the pass
+        failed first, or the attempt was abandoned or interrupted). A batch records its
+        outcomes together after its last attempt, so what the store decides (a success
+        recorded at or after the deadline is quarantined) is known only then: the tasks
+        backend sends ``task_finished`` from here."""
+        self._after_outcome.append(fn)
+
+    def outcome_followups(self) -> tuple[Callable[[], None], ...]:
+        return tuple(self._after_outcome)
 
     def __repr__(self) -> str:
         return (f"<WorkContext {self.work_name} {self.work_version} {self.work_id} "

@@ -26,8 +26,10 @@ verdict) suspends the Work with reason ``reconciliation_unknown``.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from durable_schedule.errors import DurableError
@@ -68,6 +70,29 @@ class AttemptOutcome:
     kind: str
     result_json: str | None = None
     error: dict[str, Any] | None = None
+    #: What the executor asked to run once this outcome is recorded
+    #: (``WorkContext.after_outcome``); not part of the outcome itself.
+    followups: tuple[Callable[[], None], ...] = field(default=(), compare=False, repr=False)
+
+
+log = logging.getLogger("durable_schedule.work")
+
+
+def run_followups(outcomes: Iterable[AttemptOutcome]) -> None:
+    """Run the ``after_outcome`` callables of outcomes that were just recorded."""
+    run_after_record(fn for outcome in outcomes for fn in outcome.followups)
+
+
+def run_after_record(fns: Iterable[Callable[[], None]]) -> None:
+    """Run ``after_outcome`` callables once what they wait for is recorded (an attempt's
+    outcome, a reconciler's verdict). One that raises is logged: the record is committed, and
+    the pass goes on."""
+    for fn in fns:
+        try:
+            fn()
+        except Exception:  # noqa: BLE001 -- a follow-up cannot undo a committed record
+            log.exception("a callable run after an outcome was recorded raised; the outcome "
+                          "stands")
 
 
 #: The permit resolutions this lease's own outcome record writes, by outcome kind: a success

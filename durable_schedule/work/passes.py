@@ -39,7 +39,7 @@ from durable_schedule.observability.metrics import instrumented_pass
 from durable_schedule.runner import committed
 from durable_schedule.runner.retry import run_with_retry
 from durable_schedule.work import clock
-from durable_schedule.work.outcome import AttemptOutcome, record_attempt_outcome
+from durable_schedule.work.outcome import AttemptOutcome, record_attempt_outcome, run_followups
 from durable_schedule.work.pipeline import admit_batch, record_outcomes
 from durable_schedule.work.queues import validate_queues
 from durable_schedule.work.rows import LeaseConflict
@@ -314,3 +314,6 @@ def commit_outcomes(results, opts: Options, tally: Counter) -> None:
                 tally.update(record_attempt_outcome(action, outcome, opts.owner, opts.using))
             except LeaseConflict:
                 tally["lost"] += 1
+    # After the commit: what an executor asked to run once its outcome is recorded (the tasks
+    # backend's task_finished) sees what the store decided.
+    run_followups(outcome for _action, outcome in results)

@@ -60,6 +60,8 @@ from durable_schedule.work.outcome import (
     AttemptOutcome,
     record_attempt_outcome,
     record_reconciliation,
+    run_after_record,
+    run_followups,
 )
 from durable_schedule.work.rows import LeaseConflict, lock_claimed, lock_leased, routed_block
 from durable_schedule.work.rows import runtime_block as _runtime_block
@@ -221,9 +223,10 @@ def process_one(claim: Claim, opts: Options, tally: Counter, stop=None) -> None:
                 tally.update(run_with_retry(
                     "work.outcome", partial(record_attempt_outcome, action, outcome, opts.owner,
                                             opts.using), identity=identity))
+                run_followups([outcome])
                 action = None
             else:
-                found, error = _reconcile(action, opts, origin)
+                found, error, followups = _reconcile(action, opts, origin)
                 if found is _NOT_INVOKED or found is _ABANDONED:
                     # The reconciliation lease ended locally before the reconciler ran, or an
                     # async reconciler was abandoned: record nothing; the lease expires and the
@@ -235,6 +238,9 @@ def process_one(claim: Claim, opts: Options, tally: Counter, stop=None) -> None:
                     "work.reconciliation", partial(record_reconciliation, action, found, error,
                                                    opts.owner, opts.using), identity=identity)
                 tally.update(counts)
+                # As after an attempt's outcome: what the reconciler asked to run once its
+                # verdict is recorded (the tasks backend's task_finished).
+                run_after_record(followups)
     except LeaseConflict:
         # A guarded statement found the row moved on after the lock (only a tampered store can
         # do that): its transaction rolled back, and the row is left to the next claim.
@@ -267,7 +273,7 @@ def context(action: Invoke | Reconcile, opts: Options, origin: float, *,
         lease_expires_at=row.lease_expires_at, reconciling=reconciling,
         renewer=partial(_renew, action.routing_id, row.id,
                         action.started_at if reconciling else None, opts.using),
-        budget_origin=origin,
+        budget_origin=origin, using=opts.using,
     )
 
 
@@ -379,7 +385,8 @@ def _succeeded(action: Invoke, ctx: WorkContext, result: Any) -> AttemptOutcome:
         result_json = codec.canonical_json(result, "result")
     except Exception as exc:  # noqa: BLE001 -- a result that is not JSON fails the attempt
         return _failed(action, ctx, exc)
-    return AttemptOutcome("succeeded", result_json=result_json)
+    return AttemptOutcome("succeeded", result_json=result_json,
+                          followups=ctx.outcome_followups())
 
 
 #: Control-flow signals that escaped an executor's (or reconciler's) own code: a generator
@@ -417,7 +424,8 @@ def _failed(action: Invoke, ctx: WorkContext, exc: BaseException) -> AttemptOutc
         raise exc  # KeyboardInterrupt, SystemExit: not an executor's failure
     # Any executor error is a failed attempt; the retry policy decides.
     log_failure("executor", ctx, exc)
-    return AttemptOutcome("failed", error=error_detail(exc, attempt=action.row.attempt))
+    return AttemptOutcome("failed", error=error_detail(exc, attempt=action.row.attempt),
+                          followups=ctx.outcome_followups())
 
 
 def _reconcile(action: Reconcile, opts: Options, origin: float):
@@ -429,25 +437,26 @@ def _reconcile(action: Reconcile, opts: Options, origin: float):
         value = run_guarded(definition.reconciler_fn, ctx, payload, heartbeat=opts.heartbeat,
                             cadence_seconds=cadence, using=opts.using)
     except OverBudget:
-        return _NOT_INVOKED, None
+        return _NOT_INVOKED, None, ()
     except aio.Abandoned as exc:
         # As a reconciliation lease that ended before the reconciler ran: record nothing.
         _abandoned(ctx, exc, "the async reconciler")
-        return _ABANDONED, None
+        return _ABANDONED, None, ()
     except aio.EscapedInterrupt as exc:  # stops the worker, as a synchronous reconciler's
         raise exc.raised from None
     except (Exception, *_ESCAPED_SIGNALS) as exc:  # a reconciler that cannot answer is
         exc = _raised(exc)  # Unknown (suspends)
         log_failure("reconciler", ctx, exc)
-        return None, error_detail(exc, permit_no=action.permit_no)
+        return None, error_detail(exc, permit_no=action.permit_no), ctx.outcome_followups()
     refused = _returned_awaitable(value, "reconciler")
     if refused is not None:  # Unknown: the reconciler's answer was never computed
         log_failure("reconciler", ctx, refused)
-        return None, error_detail(refused, permit_no=action.permit_no)
+        return (None, error_detail(refused, permit_no=action.permit_no),
+                ctx.outcome_followups())
     found = as_verdict(value)
     if found is None:
         return None, error_detail(code="invalid_verdict", permit_no=action.permit_no,
                                   message=f"the reconciler returned "
                                           f"{safe_text(value, as_repr=True)}, not Applied / "
-                                          "NotApplied / Unknown")
-    return found, None
+                                          "NotApplied / Unknown"), ctx.outcome_followups()
+    return found, None, ctx.outcome_followups()

@@ -127,3 +127,46 @@ if FORWARDS_OPTIONS:
     def versioned(x):
         """Durable options written in the decorator itself (Django 6.1)."""
         return x
+
+
+@tasks.options(safety=work.ProviderSafety.RECONCILE_BEFORE_RETRY)
+@task(takes_context=True)
+def charge_then_stop(context, order_id):
+    """Charges, then (first attempt only) stops the worker before the outcome is recorded, as a
+    crash would: the next claim reconciles the lost attempt."""
+    Effect.objects.create(work_id=context.task_result.id, attempt=context.attempt,
+                          key=f"charge-{order_id}")
+    if context.attempt == 1:
+        raise SystemExit(3)
+    return {"charged": order_id}
+
+
+@tasks.reconciler(charge_then_stop)
+def charge_then_stop_happened(context, order_id):
+    if Effect.objects.filter(work_id=context.task_result.id).exists():
+        return work.Applied({"charged": order_id})
+    return work.NotApplied()
+
+
+@tasks.options(safety=work.ProviderSafety.RECONCILE_BEFORE_RETRY)
+@task
+def stop_unreconcilable(order_id):
+    """Stops the worker before its outcome is recorded; its reconciler cannot tell (Unknown)."""
+    raise SystemExit(3)
+
+
+@tasks.reconciler(stop_unreconcilable)
+def stop_unreconcilable_unknown(context, order_id):
+    return work.Unknown()
+
+
+@task
+def returns_a_coroutine(a, b):
+    """A sync task that hands back an async call instead of awaiting it (a plain wrapper)."""
+    return async_add.func(a, b)
+
+
+@task
+async def async_returns_a_coroutine(a, b):
+    """An async task that returns another coroutine instead of awaiting it."""
+    return async_add.func(a, b)

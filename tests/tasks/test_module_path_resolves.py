@@ -133,3 +133,13 @@ def test_enqueue__a_task_of_a_non_durable_backend_moved_by_using_is_invalid(
         with pytest.raises(InvalidTask, match="module path"):
             module.run.using(backend="default").enqueue(1)
     assert not Work.objects.exists()
+
+
+def test_validate_task__a_module_path_longer_than_a_work_name_is_invalid(committed_clock,
+                                                                         write_module):
+    """The module path is the Work name (1-200 characters, DS115): a longer one passed
+    ``@task`` and failed every enqueue with InvalidIdentifier instead of InvalidTask."""
+    name = "r" * (201 - len(MODULE) - 1)
+    with pytest.raises(InvalidTask, match="Work name"):
+        write_module(AT_MODULE_LEVEL.replace("def run(", f"def {name}("))
+    assert not Work.objects.exists()

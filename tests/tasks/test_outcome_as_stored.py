@@ -97,3 +97,52 @@ def test_unknown_definition__a_suspension_is_not_an_attempt_error(committed_cloc
         assert run_pass().succeeded == 1
         suspended.refresh()
     assert suspended.status == TaskResultStatus.SUCCESSFUL and suspended.errors == []
+
+
+def test_return_before_the_deadline_recorded_after_it__task_finished_says_expired(
+        committed_clock, finished):
+    """A batch records its outcomes together, after its last attempt: the first task returns
+    1 s before its deadline, the second then moves the clock past it, and the store records
+    the first's outcome late (quarantined, ``expired``). The signal is sent after that record,
+    so it says what the store keeps, not SUCCESSFUL."""
+    early = demo.returns_after_its_deadline.using(priority=10).enqueue(-1)
+    late = demo.returns_after_its_deadline.enqueue(5)
+    run_pass(batch=2)
+    assert work_row(early.id, "state") == ("expired",)
+    assert work_row(late.id, "state") == ("expired",)
+
+    by_id = {r.id: r for r in finished}
+    assert set(by_id) == {early.id, late.id}
+    stored = demo.returns_after_its_deadline.get_result(early.id)
+    assert by_id[early.id].status == stored.status == TaskResultStatus.FAILED
+    assert by_id[early.id].errors[-1].exception_class is TaskExpired
+    with pytest.raises(ValueError):
+        by_id[early.id].return_value  # noqa: B018 - no success, so no return value
+
+
+def test_failed_attempt__task_finished_error_is_bounded_as_stored(committed_clock, finished):
+    """The signal's new error is bounded as the stored one is (8,000 characters): before, it
+    carried the whole traceback, here 100,000 characters of message, to every receiver."""
+    result = demo.always_fails.enqueue("x" * 100_000)
+    run_pass()
+    [signalled] = finished
+    stored = demo.always_fails.get_result(result.id)
+    assert len(stored.errors[-1].traceback) <= 8000
+    assert len(signalled.errors[-1].traceback) <= 8000
+    assert signalled.errors[-1].exception_class is ValueError
+
+
+def test_after_record__a_follow_up_that_raises_is_logged_and_the_rest_still_run(caplog):
+    """What runs after an outcome is recorded (the deferred task_finished) cannot undo it: a
+    follow-up that raises (its read of the stored result failed) is logged, and the follow-ups
+    of the other outcomes of the batch still run."""
+    from durable_schedule.work.outcome import run_after_record
+
+    ran = []
+
+    def broken():
+        raise RuntimeError("the read failed")
+
+    run_after_record([broken, lambda: ran.append("next")])
+    assert ran == ["next"]
+    assert "an outcome was recorded raised" in caplog.text

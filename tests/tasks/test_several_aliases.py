@@ -78,3 +78,29 @@ def test_using_backend__work_of_a_version_no_alias_gives_is_still_suspended(comm
         counts = run_pass()
     assert (counts.succeeded, counts.suspended) == (0, 1)
     assert work_row(result.id, "state", "suspension_reason") == ("suspended", "unknown_definition")
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "other"])
+def test_using_backend__the_run_is_read_through_the_workers_database(committed_clock):
+    """Two aliases that give the task the same version, on two databases: the worker of the
+    second database runs the Work with the backend on that database, and reads its result
+    there. Before, the task's own backend (another database) was taken because it was asked
+    first: with two real databases the run's result was read where the Work is not, and every
+    attempt failed with LookupError."""
+    seen = []
+
+    def started(sender, task_result, **kwargs):
+        seen.append(task_result.backend)
+
+    on_other = {"default": DEFAULT,
+                "second": {"BACKEND": "durable_schedule.tasks.DurableBackend",
+                           "OPTIONS": {"SCOPE": "demo", "DATABASE": "other"}}}
+    with override_settings(TASKS=on_other):
+        signals.task_started.connect(started, weak=False)
+        try:
+            result = demo.add.using(backend="second").enqueue(2, 2)
+            assert run_pass(using="other").succeeded == 1
+        finally:
+            signals.task_started.disconnect(started)
+        assert demo.add.using(backend="second").get_result(result.id).return_value == 4
+    assert seen == ["second"]
