@@ -305,15 +305,20 @@ def commit_outcomes(results, opts: Options, tally: Counter) -> None:
         results = kept
     if not results:
         return
+    recorded = results
     try:
         tally.update(run_with_retry("work.outcome", lambda: record_outcomes(results, opts),
                                     identity={"items": len(results)}))
     except LeaseConflict:
+        recorded = []
         for action, outcome in results:
             try:
                 tally.update(record_attempt_outcome(action, outcome, opts.owner, opts.using))
             except LeaseConflict:
                 tally["lost"] += 1
+            else:
+                recorded.append((action, outcome))
     # After the commit: what an executor asked to run once its outcome is recorded (the tasks
-    # backend's task_finished) sees what the store decided.
-    run_followups(outcome for _action, outcome in results)
+    # backend's task_finished) sees what the store decided. An outcome the store refused (its
+    # row moved on) was never recorded, so its follow-ups never run (WorkContext.after_outcome).
+    run_followups(outcome for _action, outcome in recorded)
