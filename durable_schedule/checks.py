@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import sys
 
+from django.conf import settings
 from django.core import checks
 from django.db import DatabaseError, connections
 
 from durable_schedule import conf
+from durable_schedule.errors import TimeZoneSupportOff
 from durable_schedule.store import inspection
 from durable_schedule.store.version import SCHEMA_VERSION
 
@@ -66,3 +68,13 @@ def check_settings(app_configs=None, **kwargs):
     except ValueError as exc:
         return [checks.Error(str(exc), id="durable_schedule.E005")]
     return []
+
+
+@checks.register()
+def check_time_zone_support(app_configs=None, **kwargs):
+    """USE_TZ = False makes Django read every timestamptz as a naive local time: Work would be
+    accepted that no runner can execute (DS450). Said at start-up, before the first call."""
+    if settings.USE_TZ:
+        return []
+    return [checks.Error("DS450: durable_schedule needs USE_TZ = True",
+                         hint=TimeZoneSupportOff.next_action, id="durable_schedule.E450")]

@@ -761,6 +761,16 @@ class ServerChanged(OperationsError):
                    "runners (docs/operations.md \"Recovery after a restore\").")
 
 
+class TimeZoneSupportOff(OperationsError):
+    """``settings.USE_TZ`` is False: Django's connection then reads every ``timestamptz`` as a
+    naive local time, so the store's instants could not be compared or returned as UTC."""
+
+    code = "DS450"
+    next_action = ("Set USE_TZ = True in the project's settings (Django's default since 5.0): "
+                   "durable_schedule stores and returns aware UTC datetimes; nothing was "
+                   "written (docs/getting-started.md \"Settings\").")
+
+
 class PoolerDropsPreparedStatements(OperationsError):
     code = "DS415"
     next_action = (
