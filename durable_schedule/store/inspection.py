@@ -265,14 +265,22 @@ def revoke_public_execute(cur) -> list[str]:
     return [r[0] for r in cur.fetchall()]
 
 
-def grant_recipe() -> str:
-    """The SQL a DBA runs to create the roles and grants by hand (docs/protocol/storage.md)."""
+def grant_recipe(owner: str | None = None) -> str:
+    """The SQL a DBA runs to create the roles and grants by hand (docs/protocol/storage.md).
+
+    ``owner`` is the database user that runs ``migrate`` (the ``USER`` of ``DATABASES``): the
+    membership line names it, quoted, so the DBA runs the lines as printed. Without one (a
+    ``USER`` left to libpq's default) the line keeps the placeholder and says what to put in."""
+    member = (f'"{owner.replace(chr(34), chr(34) * 2)}"' if owner
+              else "<migration owner>")
     lines = [
         f"CREATE ROLE {RUNTIME_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS;",
         f"CREATE ROLE {DISPATCHER_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS;",
-        f"GRANT {RUNTIME_ROLE}, {DISPATCHER_ROLE} TO <migration owner>;",
+        f"GRANT {RUNTIME_ROLE}, {DISPATCHER_ROLE} TO {member};",
         "-- then run `manage.py migrate`: migration 0002 applies the exact grants below.",
     ]
+    if not owner:
+        lines.insert(3, "-- <migration owner>: the database user that runs `manage.py migrate`.")
     for table, (whole, by_column) in RUNTIME_GRANTS.items():
         parts = list(whole) + [f"{p} ({', '.join(c)})" for p, c in by_column.items()]
         if not parts:
