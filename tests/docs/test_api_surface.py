@@ -1,0 +1,94 @@
+"""docs/api.md is the public contract: every name a public module exports is on the page, and
+every call the page writes out, ``name(parameters)``, exists with those parameter names, and
+names every parameter the call requires. A renamed or undocumented parameter (the page's
+``provision_scope(scope)`` against the code's ``scope_id``, so ``provision_scope(scope=...)``
+was a TypeError) fails here."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+
+import pytest
+
+from tests.docs.snippets import ROOT
+
+PAGE = ROOT / "docs" / "api.md"
+MODULES = ("durable_schedule.work", "durable_schedule.schedules", "durable_schedule.tasks",
+           "durable_schedule.processor", "durable_schedule.operations.provisioning",
+           "durable_schedule.testing")
+_SECTION = re.compile(r"^## .*?`(durable_schedule(?:\.\w+)+)`", re.MULTILINE)
+_SPAN = re.compile(r"`([^`\n]+)`")
+_CALL = re.compile(r"^(?:([A-Z]\w*)\.)?([a-z_]\w*|[A-Z]\w*)\((.*)\)(?:\s*->.*)?$")
+
+
+def _sections() -> dict[str, str]:
+    text = re.sub(r"```.*?```", "", PAGE.read_text(), flags=re.DOTALL)
+    found = list(_SECTION.finditer(text))
+    return {m.group(1): text[m.end():found[i + 1].start() if i + 1 < len(found) else
+                             text.index("\n## ", m.end()) if "\n## " in text[m.end():]
+                             else len(text)]
+            for i, m in enumerate(found)}
+
+
+def _documented_calls():
+    for module, body in _sections().items():
+        for row in body.splitlines():
+            if not row.startswith("| `"):
+                continue
+            first_cell = row.split(" | ")[0]
+            for span in _SPAN.findall(first_cell):
+                m = _CALL.match(span.strip())
+                if m:
+                    yield module, m.group(1), m.group(2), m.group(3)
+
+
+def _parameters(text: str) -> list[tuple[str, bool]]:
+    """(name, has a default) for each documented parameter; ``*``, ``…`` and quoted or
+    alternative values (``"applied" | "not_applied"``) are not names."""
+    out = []
+    for part in re.split(r",\s*", text):
+        part = part.strip()
+        name = re.match(r"^\*{0,2}([a-z_]\w*)\s*(=)?", part)
+        if name and not part.startswith('"'):
+            out.append((name.group(1), bool(name.group(2))))
+    return out
+
+
+CALLS = list(_documented_calls())
+
+
+def test_api_page__every_exported_name_is_on_it():
+    text = PAGE.read_text()
+    words = set(re.findall(r"\w+", text))
+    for module_name in MODULES:
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", []):
+            assert name in words, f"{module_name}.{name} is exported but not in docs/api.md"
+
+
+def test_api_page__has_calls_to_check():
+    assert len(CALLS) > 30, CALLS
+
+
+@pytest.mark.parametrize(("module_name", "owner", "name", "params"), CALLS,
+                         ids=[f"{c[1] + '.' if c[1] else ''}{c[2]}" for c in CALLS])
+def test_api_page__a_documented_call_has_these_parameters(module_name, owner, name, params):
+    module = importlib.import_module(module_name)
+    target = getattr(getattr(module, owner), name) if owner else getattr(module, name)
+    signature = inspect.signature(target)
+    real = {n: p for n, p in signature.parameters.items() if n != "self"}
+    documented = _parameters(params)
+    for param, _default in documented:
+        assert param in real, (f"docs/api.md: {name}({params}): {param!r} is no parameter "
+                               f"of {name}{signature}")
+    if "…" in params or "..." in params:
+        return  # the page elides the rest
+    names = {p for p, _ in documented}
+    for param in real.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        if param.default is param.empty:
+            assert param.name in names, (f"docs/api.md: {name}({params}) leaves out the "
+                                         f"required parameter {param.name!r}")
