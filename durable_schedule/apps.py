@@ -1,5 +1,5 @@
 from django.apps import AppConfig
-from django.db.models.signals import post_migrate
+from django.db.models.signals import post_migrate, pre_migrate
 
 
 def _revoke_public_execute(sender, using="default", **kwargs) -> None:
@@ -20,6 +20,56 @@ def _revoke_public_execute(sender, using="default", **kwargs) -> None:
             revoke_public_execute(cur)
 
 
+def _refuse_roles_the_owner_cannot_join(sender, using="default", plan=None, **kwargs) -> None:
+    """Before ``migrate`` applies migration 0001 (its roles step creates or joins the two NOLOGIN
+    roles, docs/getting-started.md "The database user"): a user that can neither create a
+    missing role nor join an existing one is stopped here, before anything is migrated, with
+    DS304 and the one GRANT a DBA runs, instead of PostgreSQL's bare "must have admin option on
+    role" from the middle of the migration."""
+    from django.core.management import CommandError
+    from django.db import connections
+
+    if not any(migration.app_label == "durable_schedule" and migration.name == "0001_initial"
+               and not backwards for migration, backwards in plan or ()):
+        return
+    conn = connections[using]
+    if conn.vendor != "postgresql":
+        return
+    with conn.cursor() as cur:
+        problem = roles_problem(cur)
+    if problem is not None:
+        raise CommandError(str(problem))
+
+
+def roles_problem(cur):
+    """The RolesMissing (DS304) error for the current user, or None when it can create or join
+    both roles (store/sql/inspection_queries.sql ``roles_owner_cannot_join``)."""
+    from durable_schedule.errors import RolesMissing
+    from durable_schedule.store.inspection import DISPATCHER_ROLE, RUNTIME_ROLE, grant_recipe
+    from durable_schedule.store.sqlfiles import query
+
+    cur.execute(query("inspection_queries.sql", "roles_owner_cannot_join"),
+                [[RUNTIME_ROLE, DISPATCHER_ROLE]])
+    rows = cur.fetchall()
+    if not rows:
+        return None
+    cur.execute("select current_user")
+    user = cur.fetchone()[0]
+    missing = [role for role, is_missing in rows if is_missing]
+    unjoinable = [role for role, is_missing in rows if not is_missing]
+    said = []
+    if missing:
+        said.append(f"{' and '.join(missing)} missing and {user} may not create roles")
+    if unjoinable:
+        said.append(f"{' and '.join(unjoinable)} existing, and {user} is no member and may not "
+                    "grant them (PostgreSQL 16+: only to roles it has ADMIN OPTION on)")
+    recipe = [line for line in grant_recipe(user).splitlines()[:3]
+              if not line.startswith("CREATE ROLE") or any(r in line for r in missing)]
+    return RolesMissing(f"the database user cannot enter the store's roles: {'; '.join(said)}. "
+                        f"Nothing was migrated. A DBA runs once: {' '.join(recipe)} "
+                        "(manage.py durable_status --roles prints the whole recipe)")
+
+
 class DurableScheduleConfig(AppConfig):
     name = "durable_schedule"
     verbose_name = "Durable schedule"
@@ -32,6 +82,8 @@ class DurableScheduleConfig(AppConfig):
         from durable_schedule.operations import deploy_checks  # noqa: F401  (check --deploy)
 
         post_migrate.connect(_revoke_public_execute, dispatch_uid="durable_schedule_no_public")
+        pre_migrate.connect(_refuse_roles_the_owner_cannot_join, sender=self,
+                            dispatch_uid="durable_schedule_roles_joinable")
         # The tasks backend first: a user's work.py may define tasks that resolve through it.
         _load_tasks_backend()
         _autodiscover_work()

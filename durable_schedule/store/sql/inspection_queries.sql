@@ -167,3 +167,19 @@ select r from unnest(%s::text[]) as r
                 then pg_has_role(session_user, r, 'SET')
                 else pg_has_role(session_user, r, 'MEMBER') end
  order by 1
+
+-- name: roles_owner_cannot_join -- before migration 0001 runs its roles step (0002_security.sql):
+-- of the given roles, each one the current user can neither create (missing, and the user is no
+-- superuser and lacks CREATEROLE) nor join (it exists, the user is no superuser and no member,
+-- and may not grant it: ADMIN OPTION, or CREATEROLE before PostgreSQL 16), with which of the
+-- two it is. The step would stop with a bare "must have admin option on role" for the second.
+select r, to_regrole(r) is null as missing
+  from unnest(%s::text[]) as r, pg_roles me
+ where me.rolname = current_user
+   and not me.rolsuper
+   and case when to_regrole(r) is null then not me.rolcreaterole
+            else not pg_has_role(current_user, r, 'MEMBER')
+                 and not pg_has_role(current_user, r, 'MEMBER WITH ADMIN OPTION')
+                 and not (me.rolcreaterole
+                          and current_setting('server_version_num')::int < 160000) end
+ order by r
