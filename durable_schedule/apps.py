@@ -75,6 +75,16 @@ class DurableScheduleConfig(AppConfig):
     verbose_name = "Durable schedule"
     default_auto_field = "django.db.models.BigAutoField"
 
+    def import_models(self) -> None:
+        # The models declare Meta.triggers, an option only django-pgtrigger's app adds: without
+        # it Django stops at "'class Meta' got invalid attribute(s): triggers". Say what is
+        # missing instead (every app config exists by now, so is_installed can answer).
+        if not self.apps.is_installed("pgtrigger"):
+            from durable_schedule.errors import PgtriggerNotInstalled
+
+            raise PgtriggerNotInstalled("INSTALLED_APPS lists durable_schedule without pgtrigger")
+        super().import_models()
+
     def ready(self) -> None:
         # Registers the system checks (docs/protocol/storage.md: "a Django system check reports the
         # same").

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db.migrations.exceptions import IrreversibleError
 
 
@@ -769,6 +770,17 @@ class TimeZoneSupportOff(OperationsError):
     next_action = ("Set USE_TZ = True in the project's settings (Django's default since 5.0): "
                    "durable_schedule stores and returns aware UTC datetimes; nothing was "
                    "written (docs/getting-started.md \"Settings\").")
+
+
+class PgtriggerNotInstalled(OperationsError, ImproperlyConfigured):
+    """``"pgtrigger"`` is missing from INSTALLED_APPS: the store's models declare their
+    append-only triggers in ``Meta.triggers``, which only django-pgtrigger's app teaches Django
+    (without it, Django's own error is "'class Meta' got invalid attribute(s): triggers")."""
+
+    code = "DS451"
+    next_action = ("Add \"pgtrigger\" to INSTALLED_APPS next to \"durable_schedule\" "
+                   "(docs/getting-started.md \"Settings\"); it installs the store's append-only "
+                   "triggers.")
 
 
 class PoolerDropsPreparedStatements(OperationsError):
