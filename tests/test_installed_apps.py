@@ -41,3 +41,24 @@ def test_installed_apps__with_pgtrigger_in_either_order_sets_up():
     for apps in (["pgtrigger", "durable_schedule"], ["durable_schedule", "pgtrigger"]):
         done = _setup(["django.contrib.contenttypes", "django.contrib.auth", *apps])
         assert done.returncode == 0 and "set up" in done.stdout, done.stderr
+
+
+CHECKS = SETUP.replace('print("set up")', textwrap.dedent("""
+    from django.core import checks
+    from durable_schedule import conf
+    conf.validate()
+    print("checks", sorted(m.id for m in checks.run_checks() if m.id.startswith("durable")))
+    """))
+
+
+def test_installed_apps__a_project_without_the_admin_passes_the_settings_check():
+    """The ADMIN_SCOPES default is a path into durable_schedule.admin, which the settings check
+    imports: the package registered its pages with django.contrib.admin on import, so a project
+    without the admin (an API or worker image) failed every command that runs the checks
+    (process_work, migrate, check) with "No installed app with label 'admin'"."""
+    done = subprocess.run([sys.executable, "-c", CHECKS.format(apps=["pgtrigger",
+                                                                    "durable_schedule"])],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # The settings are valid (no E005); the store check only says whether it can read a store.
+    assert "checks [" in done.stdout and "E005" not in done.stdout, done.stdout + done.stderr
