@@ -126,3 +126,28 @@ def test_default_scope__an_error_of_the_call_is_not_chained_to_the_scope_lookup(
     with pytest.raises(TypeError) as wrong:
         schedules.create("a", "b", "c", "d", "e")
     assert wrong.value.__context__ is None
+
+
+@single_tenant
+def test_default_scope__declare_without_a_scope_uses_it():
+    """getting-started.md: with DEFAULT_SCOPE every schedules.* call that leaves the scope out
+    uses it. schedules.declare required its keyword scope (TypeError), and scope=None was
+    DS301 "scope must be a string"."""
+    from durable_schedule.schedules import declared
+
+    spec, payload = schedules.Every(DAY), schedule_targets.report.target(payload={})
+    try:
+        assert schedules.declare("declared-a", spec, target=payload).scope == "main"
+        assert schedules.declare("declared-b", spec, target=payload, scope=None).scope == "main"
+        assert schedules.declare("declared-c", spec, target=payload,
+                                 scope="tenant-7").scope == "tenant-7"
+    finally:
+        for scope, name in (("main", "declared-a"), ("main", "declared-b"),
+                            ("tenant-7", "declared-c")):
+            declared.forget(scope, name)
+
+
+def test_default_scope__declare_without_a_scope_or_the_setting_is_ds410():
+    with pytest.raises(ScopeRequired):
+        schedules.declare("declared-d", schedules.Every(DAY),
+                          target=schedule_targets.report.target(payload={}))
