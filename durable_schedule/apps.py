@@ -22,8 +22,9 @@ def _revoke_public_execute(sender, using="default", **kwargs) -> None:
 
 def _refuse_roles_the_owner_cannot_join(sender, using="default", plan=None, **kwargs) -> None:
     """Before ``migrate`` applies migration 0001 (its roles step creates or joins the two NOLOGIN
-    roles, docs/getting-started.md "The database user"): a user that can neither create a
-    missing role nor join an existing one is stopped here, before anything is migrated, with
+    roles, docs/getting-started.md "The database user"): a database that is not PostgreSQL 15+
+    is refused (DS452), and a user that can neither create a missing role nor join an existing
+    one is stopped here, before anything is migrated, with
     DS304 and the one GRANT a DBA runs, instead of PostgreSQL's bare "must have admin option on
     role" from the middle of the migration."""
     from django.core.management import CommandError
@@ -32,9 +33,17 @@ def _refuse_roles_the_owner_cannot_join(sender, using="default", plan=None, **kw
     if not any(migration.app_label == "durable_schedule" and migration.name == "0001_initial"
                and not backwards for migration, backwards in plan or ()):
         return
+    from durable_schedule.checks import engine_problem
+    from durable_schedule.errors import UnsupportedDatabase
+
     conn = connections[using]
+    engine = engine_problem(conn)
+    if engine is not None:
+        # Also for ``migrate --skip-checks`` and call_command("migrate"), which skip the system
+        # check E452: the first statement would fail with a bare SQL syntax error.
+        raise CommandError(str(UnsupportedDatabase(engine)))
     if conn.vendor != "postgresql":
-        return
+        return  # unreachable: engine_problem names every other vendor
     with conn.cursor() as cur:
         problem = roles_problem(cur)
     if problem is not None:

@@ -783,6 +783,17 @@ class PgtriggerNotInstalled(OperationsError, ImproperlyConfigured):
                    "triggers.")
 
 
+class UnsupportedDatabase(OperationsError):
+    """The store's alias is not PostgreSQL 15 or newer (SQLite, the default of a new project,
+    or an older server): the store is row-level security, SQL functions and triggers that only
+    PostgreSQL 15+ runs. Reported by the system check ``durable_schedule.E452``."""
+
+    code = "DS452"
+    next_action = ("Point DATABASES (the alias DURABLE_SCHEDULE['DATABASE'] names) at "
+                   "PostgreSQL 15 or newer with ENGINE 'django.db.backends.postgresql' "
+                   "(docs/getting-started.md \"Settings\").")
+
+
 class PoolerDropsPreparedStatements(OperationsError):
     code = "DS415"
     next_action = (

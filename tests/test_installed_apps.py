@@ -62,3 +62,32 @@ def test_installed_apps__a_project_without_the_admin_passes_the_settings_check()
     assert done.returncode == 0, done.stderr
     # The settings are valid (no E005); the store check only says whether it can read a store.
     assert "checks [" in done.stdout and "E005" not in done.stdout, done.stdout + done.stderr
+
+
+def test_installed_apps__a_sqlite_database_is_ds452_before_the_store_is_read():
+    """startproject's default database is SQLite: the check said only "cannot read the store:
+    no such function: to_regclass" (a warning) and migrate stopped at "near '(': syntax
+    error". The check now says what is wrong (an error, which also stops migrate before its
+    first statement)."""
+    script = textwrap.dedent("""
+        import django
+        from django.conf import settings
+        settings.configure(INSTALLED_APPS=["pgtrigger", "durable_schedule"], USE_TZ=True,
+                           DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3",
+                                                  "NAME": ":memory:"}})
+        django.setup()
+        from django.core.management import call_command
+        for skip in (False, True):  # manage.py migrate runs the checks; --skip-checks not
+            try:
+                call_command("migrate", verbosity=0, skip_checks=skip)
+            except Exception as exc:
+                print(type(exc).__name__, exc)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    checked, skipped = [line for line in done.stdout.splitlines() if "Error" in line[:20]]
+    assert checked.startswith("SystemCheckError"), done.stdout
+    assert "(durable_schedule.E452) DS452: DATABASES['default'] uses " in done.stdout, done.stdout
+    assert skipped.startswith("CommandError DS452: DATABASES['default'] uses "), done.stdout
+    assert "syntax error" not in done.stdout + done.stderr
