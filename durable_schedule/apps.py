@@ -20,6 +20,28 @@ def _revoke_public_execute(sender, using="default", **kwargs) -> None:
             revoke_public_execute(cur)
 
 
+def _complete_role_memberships(sender, using="default", **kwargs) -> None:
+    """After every ``migrate``: on PostgreSQL 16 and newer a CREATEROLE user that created the two
+    roles holds them with ADMIN OPTION only (no SET), which migration 0001's roles step took for
+    a membership, so every scoped call then failed with DS302 "permission denied to set role".
+    The user grants itself the plain membership the step means (as it does on PostgreSQL 15).
+    Idempotent, one catalog query when nothing is missing; also heals a store migrated before."""
+    from django.db import connections
+
+    from durable_schedule.store.inspection import DISPATCHER_ROLE, RUNTIME_ROLE
+    from durable_schedule.store.sqlfiles import query
+
+    conn = connections[using]
+    if conn.vendor != "postgresql":
+        return
+    with conn.cursor() as cur:
+        cur.execute(query("inspection_queries.sql", "roles_owner_may_grant_itself_set"),
+                    [[RUNTIME_ROLE, DISPATCHER_ROLE]])
+        for (role,) in cur.fetchall():
+            # The role names are the package's constants, never input.
+            cur.execute(f"GRANT {role} TO CURRENT_USER")
+
+
 def _refuse_roles_the_owner_cannot_join(sender, using="default", plan=None, **kwargs) -> None:
     """Before ``migrate`` applies migration 0001 (its roles step creates or joins the two NOLOGIN
     roles, docs/getting-started.md "The database user"): a database that is not PostgreSQL 15+
@@ -101,6 +123,8 @@ class DurableScheduleConfig(AppConfig):
         from durable_schedule.operations import deploy_checks  # noqa: F401  (check --deploy)
 
         post_migrate.connect(_revoke_public_execute, dispatch_uid="durable_schedule_no_public")
+        post_migrate.connect(_complete_role_memberships, sender=self,
+                             dispatch_uid="durable_schedule_role_memberships")
         pre_migrate.connect(_refuse_roles_the_owner_cannot_join, sender=self,
                             dispatch_uid="durable_schedule_roles_joinable")
         # The tasks backend first: a user's work.py may define tasks that resolve through it.

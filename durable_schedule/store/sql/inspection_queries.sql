@@ -183,3 +183,17 @@ select r, to_regrole(r) is null as missing
                  and not (me.rolcreaterole
                           and current_setting('server_version_num')::int < 160000) end
  order by r
+
+-- name: roles_owner_may_grant_itself_set -- after migrate, on PostgreSQL 16 and newer: of the given
+-- roles, those the current user (no superuser) may not enter with SET ROLE although it holds
+-- ADMIN OPTION on them. A CREATEROLE user that created them got exactly that (ADMIN, no SET,
+-- no INHERIT, unless createrole_self_grant says otherwise), which the roles step of 0001 took
+-- for a membership: it grants itself the membership migrate means.
+select r from unnest(%s::text[]) as r, pg_roles me
+ where me.rolname = current_user
+   and not me.rolsuper
+   and current_setting('server_version_num')::int >= 160000
+   and to_regrole(r) is not null
+   and not pg_has_role(current_user, r, 'SET')
+   and pg_has_role(current_user, r, 'MEMBER WITH ADMIN OPTION')
+ order by r
