@@ -92,3 +92,31 @@ def test_api_page__a_documented_call_has_these_parameters(module_name, owner, na
         if param.default is param.empty:
             assert param.name in names, (f"docs/api.md: {name}({params}) leaves out the "
                                          f"required parameter {param.name!r}")
+
+
+def _command_rows() -> list[tuple[str, set[str]]]:
+    section = PAGE.read_text().split("## Management commands", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for row in section.splitlines():
+        m = re.match(r"\| `(\w+)( [^`]*)?`", row)
+        if m:
+            rows.append((m.group(1), set(re.findall(r"--[a-z][a-z-]*", m.group(2) or ""))))
+    return rows
+
+
+def test_api_page__every_command_and_option_is_documented_as_it_is():
+    """The commands table lists every command of the package with exactly its options (it
+    missed sync_schedules, process_schedules --claim-batch and durable_status --timeout)."""
+    from django.core.management import get_commands, load_command_class
+    from django.core.management.base import BaseCommand
+
+    common = {o for action in BaseCommand().create_parser("manage.py", "x")._actions
+              for o in action.option_strings}
+    rows = dict(_command_rows())
+    ours = sorted(name for name, app in get_commands().items() if app == "durable_schedule")
+    assert sorted(rows) == ours
+    for name in ours:
+        parser = load_command_class("durable_schedule", name).create_parser("manage.py", name)
+        real = {o for action in parser._actions for o in action.option_strings
+                if o.startswith("--")} - common
+        assert rows[name] == real, (name, sorted(real - rows[name]), sorted(rows[name] - real))
