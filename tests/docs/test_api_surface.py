@@ -120,3 +120,20 @@ def test_api_page__every_command_and_option_is_documented_as_it_is():
         real = {o for action in parser._actions for o in action.option_strings
                 if o.startswith("--")} - common
         assert rows[name] == real, (name, sorted(real - rows[name]), sorted(rows[name] - real))
+
+
+def test_api_page__the_settings_table_is_the_settings_with_their_defaults():
+    from datetime import timedelta
+
+    from durable_schedule import conf
+
+    section = PAGE.read_text().split("## Settings", 1)[1].split("\n## ", 1)[0]
+    rows = {m.group(1): m.group(2) for m in re.finditer(
+        r"^\| `([A-Z_]+)` \| ([^|]+) \|", section, re.MULTILINE)}
+    assert sorted(rows) == sorted(conf.DEFAULTS)
+    for key, shown in rows.items():
+        literal = re.fullmatch(r"`(.+)`", shown.strip())
+        if not literal:
+            continue  # described in words (ADMIN_SCOPES)
+        value = eval(literal.group(1), {"timedelta": timedelta})  # noqa: S307 -- the page's own text
+        assert value == conf.DEFAULTS[key], (key, shown)
