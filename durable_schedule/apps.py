@@ -28,12 +28,13 @@ def _complete_role_memberships(sender, using="default", **kwargs) -> None:
     Idempotent, one catalog query when nothing is missing; also heals a store migrated before."""
     from django.db import connections
 
+    from durable_schedule import conf
     from durable_schedule.store.inspection import DISPATCHER_ROLE, RUNTIME_ROLE
     from durable_schedule.store.sqlfiles import query
 
     conn = connections[using]
-    if conn.vendor != "postgresql":
-        return
+    if using != conf.database_alias() or conn.vendor != "postgresql":
+        return  # the store lives on DURABLE_SCHEDULE['DATABASE'] only
     with conn.cursor() as cur:
         cur.execute(query("inspection_queries.sql", "roles_owner_may_grant_itself_set"),
                     [[RUNTIME_ROLE, DISPATCHER_ROLE]])
@@ -52,9 +53,12 @@ def _refuse_roles_the_owner_cannot_join(sender, using="default", plan=None, **kw
     from django.core.management import CommandError
     from django.db import connections
 
-    if not any(migration.app_label == "durable_schedule" and migration.name == "0001_initial"
-               and not backwards for migration, backwards in plan or ()):
-        return
+    from durable_schedule import conf
+
+    if using != conf.database_alias() or not any(
+            migration.app_label == "durable_schedule" and migration.name == "0001_initial"
+            and not backwards for migration, backwards in plan or ()):
+        return  # another database of the project (its plan lists every app), or no roles step
     from durable_schedule.checks import engine_problem
     from durable_schedule.errors import UnsupportedDatabase
 

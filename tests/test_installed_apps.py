@@ -91,3 +91,32 @@ def test_installed_apps__a_sqlite_database_is_ds452_before_the_store_is_read():
     assert "(durable_schedule.E452) DS452: DATABASES['default'] uses " in done.stdout, done.stdout
     assert skipped.startswith("CommandError DS452: DATABASES['default'] uses "), done.stdout
     assert "syntax error" not in done.stdout + done.stderr
+
+
+def test_installed_apps__another_database_of_the_project_may_be_sqlite():
+    """The store lives on DURABLE_SCHEDULE['DATABASE']; migrate's plan for any other database
+    lists every app's migrations too, so the DS452 and roles checks before migrate look at the
+    store's database only: migrating a project's second, SQLite database is not refused."""
+    script = textwrap.dedent("""
+        import django
+        from django.conf import settings
+        settings.configure(INSTALLED_APPS=["pgtrigger", "durable_schedule"], USE_TZ=True,
+                           DATABASES={"default": {"ENGINE": "django.db.backends.postgresql",
+                                                  "NAME": "unused", "HOST": "127.0.0.1",
+                                                  "PORT": "1"},
+                                      "local": {"ENGINE": "django.db.backends.sqlite3",
+                                                "NAME": ":memory:"}},
+                           DATABASE_ROUTERS=["router.Router"])
+        django.setup()
+        from django.core.management import call_command
+        call_command("migrate", database="local", verbosity=0)
+        print("migrated local")
+    """)
+    router = ("class Router:\n"
+              "    def allow_migrate(self, db, app_label, **hints):\n"
+              "        return db == 'default' if app_label == 'durable_schedule' else None\n")
+    done = subprocess.run([sys.executable, "-c", f"import sys, types\n"
+                           f"m = types.ModuleType('router'); exec({router!r}, m.__dict__)\n"
+                           f"sys.modules['router'] = m\n" + script], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "migrated local" in done.stdout, done.stderr
