@@ -54,3 +54,24 @@ def test_use_tz_off__check_deploy_reports_instead_of_crashing():
     with override_settings(USE_TZ=False):
         messages = django_checks.run_checks(include_deployment_checks=True)
     assert "durable_schedule.E450" in {m.id for m in messages}
+
+
+def test_use_tz_off__durable_status_reports_it_and_exits_2():
+    """durable_status runs without the system checks (it reports on a broken store), so with
+    USE_TZ off it crashed with a DS450 traceback, and --json printed no document."""
+    import json
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from durable_schedule.operations.gauges import read_gauges
+
+    with override_settings(USE_TZ=False):
+        for args in ([], ["--json"]):
+            out = StringIO()
+            with pytest.raises(SystemExit) as exit_:
+                call_command("durable_status", *args, stdout=out)
+            assert exit_.value.code == 2
+            assert "DS450" in out.getvalue()
+        json.loads(out.getvalue())  # --json: one document still
+        assert read_gauges().up is False

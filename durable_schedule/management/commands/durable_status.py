@@ -16,7 +16,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from durable_schedule.errors import DurableError, InvalidArgument
+from durable_schedule.errors import DurableError, InvalidArgument, TimeZoneSupportOff
 from durable_schedule.operations.probe import DEFAULT_TIMEOUT_SECONDS, check_timeout
 from durable_schedule.operations.status import collect, unreachable
 from durable_schedule.runner.cli import seconds
@@ -57,7 +57,8 @@ class Command(BaseCommand):
             return
         try:
             report = collect(timeout=options["timeout"])
-        except DatabaseError as exc:  # unreachable, or dropped while reading
+        except (DatabaseError, TimeZoneSupportOff) as exc:  # unreachable, dropped while
+            # reading, or USE_TZ off (DS450): one report (JSON too), exit 2, never a traceback
             report = unreachable(exc)
         if options["json"]:
             self.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True))
