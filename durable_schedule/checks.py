@@ -48,18 +48,25 @@ def engine_problem(conn) -> str | None:
     return None
 
 
+def _unsupported(problem: str) -> checks.CheckMessage:
+    return checks.Error(f"DS452: {problem}", hint=UnsupportedDatabase.next_action,
+                        id="durable_schedule.E452")
+
+
 @checks.register()
 def check_store(app_configs=None, **kwargs):
     level = checks.Warning if _migrating() else checks.Error
     conn = connections[conf.database_alias()]
-    problem = engine_problem(conn)
-    if problem is not None:
-        # Before reading the store: on SQLite that read said only "no such function:
-        # to_regclass", and migrate then stopped at a SQL syntax error.
-        return [checks.Error(f"DS452: {problem}", hint=UnsupportedDatabase.next_action,
-                             id="durable_schedule.E452")]
+    # Before reading the store: on SQLite that read said only "no such function: to_regclass",
+    # and migrate then stopped at a SQL syntax error. The server version is asked once the
+    # cursor has connected, so an unreachable server costs one connection attempt, not two.
+    if conn.vendor != "postgresql":
+        return [_unsupported(engine_problem(conn))]
     try:
         with conn.cursor() as cur:
+            problem = engine_problem(conn)
+            if problem is not None:
+                return [_unsupported(problem)]
             report = inspection.schema_report(cur)
     except DatabaseError as exc:
         return [checks.Warning(f"cannot read the durable_schedule store: {exc}",
