@@ -47,9 +47,8 @@ def _refuse_roles_the_owner_cannot_join(sender, using="default", plan=None, **kw
     """Before ``migrate`` applies migration 0001 (its roles step creates or joins the two NOLOGIN
     roles, docs/getting-started.md "The database user"): a database that is not PostgreSQL 15+
     is refused (DS452), and a user that can neither create a missing role nor join an existing
-    one is stopped here, before anything is migrated, with
-    DS304 and the one GRANT a DBA runs, instead of PostgreSQL's bare "must have admin option on
-    role" from the middle of the migration."""
+    one is stopped here, before anything is migrated, with DS304 and the one GRANT a DBA runs,
+    instead of PostgreSQL's bare "must have admin option on role" from inside the migration."""
     from django.core.management import CommandError
     from django.db import connections
 
