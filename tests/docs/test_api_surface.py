@@ -137,3 +137,20 @@ def test_api_page__the_settings_table_is_the_settings_with_their_defaults():
             continue  # described in words (ADMIN_SCOPES)
         value = eval(literal.group(1), {"timedelta": timedelta})  # noqa: S307 -- the page's own text
         assert value == conf.DEFAULTS[key], (key, shown)
+
+
+def test_api_page__every_error_is_in_its_family_or_named_as_outside():
+    """The page promises ScheduleError for DS1xx, WorkError DS2xx, SecurityError DS3xx and
+    OperationsError DS4xx; a code outside its family (catching ScheduleError misses it) is
+    named on the page."""
+    from durable_schedule import errors
+
+    families = {"1": errors.ScheduleError, "2": errors.WorkError, "3": errors.SecurityError,
+                "4": errors.OperationsError}
+    section = PAGE.read_text().split("## Errors", 1)[1]
+    for cls in errors.all_error_classes():
+        code = cls.__dict__.get("code")
+        if not code or cls is errors.DurableError or cls in families.values():
+            continue
+        if not issubclass(cls, families[code[2]]):
+            assert f"`{cls.__name__}` (`{code}`" in section, (cls.__name__, code)
