@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import sys
 
+from django.conf import settings
 from django.core import checks
 from django.db import DatabaseError, connections
 
 from durable_schedule import conf
+from durable_schedule.errors import TimeZoneSupportOff, UnsupportedDatabase
 from durable_schedule.store import inspection
 from durable_schedule.store.version import SCHEMA_VERSION
 
@@ -26,11 +28,45 @@ def _migrating() -> bool:
     return len(sys.argv) > 1 and sys.argv[1] == "migrate"
 
 
+#: The oldest PostgreSQL the store runs on (README "Supported versions"), as server_version_num.
+MINIMUM_SERVER_VERSION = 150000
+
+
+def engine_problem(conn) -> str | None:
+    """Why the store cannot live on ``conn`` (not PostgreSQL, or older than 15), or None. An
+    unreachable server is None here: the store check says it cannot read the store."""
+    if conn.vendor != "postgresql":
+        return (f"DATABASES[{conn.alias!r}] uses {conn.settings_dict.get('ENGINE')!r}: "
+                "durable_schedule needs PostgreSQL 15 or newer")
+    try:
+        version = conn.pg_version
+    except DatabaseError:
+        return None
+    if version < MINIMUM_SERVER_VERSION:
+        return (f"DATABASES[{conn.alias!r}] is PostgreSQL {version // 10000}."
+                f"{version % 10000}: durable_schedule needs PostgreSQL 15 or newer")
+    return None
+
+
+def _unsupported(problem: str) -> checks.CheckMessage:
+    return checks.Error(f"DS452: {problem}", hint=UnsupportedDatabase.next_action,
+                        id="durable_schedule.E452")
+
+
 @checks.register()
 def check_store(app_configs=None, **kwargs):
     level = checks.Warning if _migrating() else checks.Error
+    conn = connections[conf.database_alias()]
+    # Before reading the store: on SQLite that read said only "no such function: to_regclass",
+    # and migrate then stopped at a SQL syntax error. The server version is asked once the
+    # cursor has connected, so an unreachable server costs one connection attempt, not two.
+    if conn.vendor != "postgresql":
+        return [_unsupported(engine_problem(conn))]
     try:
-        with connections[conf.database_alias()].cursor() as cur:
+        with conn.cursor() as cur:
+            problem = engine_problem(conn)
+            if problem is not None:
+                return [_unsupported(problem)]
             report = inspection.schema_report(cur)
     except DatabaseError as exc:
         return [checks.Warning(f"cannot read the durable_schedule store: {exc}",
@@ -66,3 +102,13 @@ def check_settings(app_configs=None, **kwargs):
     except ValueError as exc:
         return [checks.Error(str(exc), id="durable_schedule.E005")]
     return []
+
+
+@checks.register()
+def check_time_zone_support(app_configs=None, **kwargs):
+    """USE_TZ = False makes Django read every timestamptz as a naive local time: Work would be
+    accepted that no runner can execute (DS450). Said at start-up, before the first call."""
+    if settings.USE_TZ:
+        return []
+    return [checks.Error("DS450: durable_schedule needs USE_TZ = True",
+                         hint=TimeZoneSupportOff.next_action, id="durable_schedule.E450")]

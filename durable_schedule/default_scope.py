@@ -62,30 +62,49 @@ def scope_optional(func: F) -> F:
         if "scope" in kwargs:
             kwargs["scope"] = resolve(kwargs["scope"], name)
             return func(*args, **kwargs)
-        try:
-            signature.bind(*args, **kwargs)
-        except TypeError as as_written:
-            try:
-                signature.bind(None, *args, **kwargs)
-            except TypeError:
-                # The arguments are wrong with or without a scope: Python's own message says
-                # which, exactly as without the decorator.
-                return func(*args, **kwargs)
-            if args and conf.default_scope() is None:
-                # Ambiguous: these arguments are a call that left the scope out, or a call that
-                # passed the scope first and left a required argument out (suspend(scope, id,
-                # actor=...) without its reason). Both are refused here; the message names both
-                # so the missing argument is not hidden behind "no scope".
-                raise ScopeRequired(
-                    f"{name} was given no scope and DURABLE_SCHEDULE['DEFAULT_SCOPE'] is not "
-                    f"set; or, if {_shown(args[0])} is the scope, the call is {as_written}"
-                ) from None
-            return func(resolve(None, name), *args, **kwargs)
-        if args and args[0] is None:
-            return func(resolve(None, name), *args[1:], **kwargs)
-        return func(*args, **kwargs)
+        # The call itself runs outside every ``except``: an error it raises (DS109, a database
+        # error) must not carry the binding's TypeError as its context, which Python would
+        # print first ("During handling of the above exception ...").
+        missing = _missing_scope(signature, args, kwargs)
+        if missing is None:
+            if args and args[0] is None:
+                return func(resolve(None, name), *args[1:], **kwargs)
+            return func(*args, **kwargs)
+        if missing is _WRONG_EITHER_WAY:
+            # The arguments are wrong with or without a scope: Python's own message says
+            # which, exactly as without the decorator.
+            return func(*args, **kwargs)
+        if args and conf.default_scope() is None:
+            # Ambiguous: these arguments are a call that left the scope out, or a call that
+            # passed the scope first and left a required argument out (suspend(scope, id,
+            # actor=...) without its reason). Both are refused here; the message names both
+            # so the missing argument is not hidden behind "no scope".
+            raise ScopeRequired(
+                f"{name} was given no scope and DURABLE_SCHEDULE['DEFAULT_SCOPE'] is not "
+                f"set; or, if {_shown(args[0])} is the scope, the call is {missing}"
+            )
+        return func(resolve(None, name), *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+_WRONG_EITHER_WAY = "wrong with or without a scope"
+
+
+def _missing_scope(signature: inspect.Signature, args: tuple, kwargs: dict) -> str | None:
+    """None when the arguments fit as written (the scope is among them); else Python's message
+    for them as written when they fit once a scope is put first (the scope was left out), or
+    ``_WRONG_EITHER_WAY``."""
+    try:
+        signature.bind(*args, **kwargs)
+        return None
+    except TypeError as as_written:
+        problem = str(as_written)
+    try:
+        signature.bind(None, *args, **kwargs)
+    except TypeError:
+        return _WRONG_EITHER_WAY
+    return problem
 
 
 def _shown(value: Any) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db.migrations.exceptions import IrreversibleError
 
 
@@ -770,6 +771,38 @@ class ServerChanged(OperationsError):
                    "system identifier or database): check DATABASES / DNS / the pooler; after a "
                    "restore run `manage.py durable_recover --bump-epoch`, then restart the "
                    "runners (docs/operations.md \"Recovery after a restore\").")
+
+
+class TimeZoneSupportOff(OperationsError):
+    """``settings.USE_TZ`` is False: Django's connection then reads every ``timestamptz`` as a
+    naive local time, so the store's instants could not be compared or returned as UTC."""
+
+    code = "DS450"
+    next_action = ("Set USE_TZ = True in the project's settings (Django's default since 5.0): "
+                   "durable_schedule stores and returns aware UTC datetimes; nothing was "
+                   "written (docs/getting-started.md \"Settings\").")
+
+
+class PgtriggerNotInstalled(OperationsError, ImproperlyConfigured):
+    """``"pgtrigger"`` is missing from INSTALLED_APPS: the store's models declare their
+    append-only triggers in ``Meta.triggers``, which only django-pgtrigger's app teaches Django
+    (without it, Django's own error is "'class Meta' got invalid attribute(s): triggers")."""
+
+    code = "DS451"
+    next_action = ("Add \"pgtrigger\" to INSTALLED_APPS next to \"durable_schedule\" "
+                   "(docs/getting-started.md \"Settings\"); it installs the store's append-only "
+                   "triggers.")
+
+
+class UnsupportedDatabase(OperationsError):
+    """The store's alias is not PostgreSQL 15 or newer (SQLite, the default of a new project,
+    or an older server): the store is row-level security, SQL functions and triggers that only
+    PostgreSQL 15+ runs. Reported by the system check ``durable_schedule.E452``."""
+
+    code = "DS452"
+    next_action = ("Point DATABASES (the alias DURABLE_SCHEDULE['DATABASE'] names) at "
+                   "PostgreSQL 15 or newer with ENGINE 'django.db.backends.postgresql' "
+                   "(docs/getting-started.md \"Settings\").")
 
 
 class PoolerDropsPreparedStatements(OperationsError):

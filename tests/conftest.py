@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from durable_schedule.testing import ControlledClock
+from durable_schedule.testing import ControlledClock, reset_store
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -69,19 +69,9 @@ def pg_factory(django_db_setup, django_db_blocker):
         conn.close()
 
 
-DURABLE_TABLES = (
-    "durable_schedule_scope, durable_schedule_definition, durable_schedule_generation,"
-    " durable_schedule_occurrence, durable_schedule_dispatch, durable_schedule_history,"
-    " durable_work, durable_work_dispatch, durable_work_permit, durable_work_quarantine,"
-    " durable_work_history, durable_runner_heartbeat, durable_work_retention_mark,"
-    " durable_schedule_routing"
-)
-
-
 def truncate_durable_tables(cur) -> None:
-    """Empty the store (CASCADE: the SQL-owned tables reference the Django-created ones)."""
-    cur.execute(f"truncate {DURABLE_TABLES} restart identity cascade")
-    cur.execute("update durable_schedule_store set runtime_epoch = 1")
+    """Empty the store: the public test helper, on the cursor's connection."""
+    reset_store(cur.db.alias)
 
 
 @pytest.fixture(autouse=True)

@@ -17,6 +17,7 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from durable_schedule import checks, conf, schedules, work
+from durable_schedule import errors as schedules_errors
 from durable_schedule.errors import InvalidDefaultScope, ScopeRequired
 
 pytestmark = pytest.mark.django_db
@@ -108,3 +109,45 @@ def test_default_scope__none_and_a_valid_id_pass_the_check():
     for value in (None, "main"):
         with override_settings(DURABLE_SCHEDULE={"DEFAULT_SCOPE": value}):
             assert checks.check_settings() == []
+
+
+@single_tenant
+def test_default_scope__an_error_of_the_call_is_not_chained_to_the_scope_lookup(clock):
+    """A call that left the scope out raised its own errors (DS109 for a second create) from
+    inside the wrapper's ``except TypeError``: the traceback then began with "TypeError:
+    missing a required argument: 'target'" and "During handling of the above exception,
+    another exception occurred", which sent a reader after an argument that was never
+    missing. The call's error carries no such context."""
+    schedules.create("nightly", schedules.Every(DAY), target())
+    with pytest.raises(schedules_errors.ScheduleAlreadyExists) as err:
+        schedules.create("nightly", schedules.Every(DAY), target())
+    assert err.value.__context__ is None and err.value.__cause__ is None
+    # Python's own TypeError for arguments wrong with and without a scope: no context either.
+    with pytest.raises(TypeError) as wrong:
+        schedules.create("a", "b", "c", "d", "e")
+    assert wrong.value.__context__ is None
+
+
+@single_tenant
+def test_default_scope__declare_without_a_scope_uses_it():
+    """getting-started.md: with DEFAULT_SCOPE every schedules.* call that leaves the scope out
+    uses it. schedules.declare required its keyword scope (TypeError), and scope=None was
+    DS301 "scope must be a string"."""
+    from durable_schedule.schedules import declared
+
+    spec, payload = schedules.Every(DAY), schedule_targets.report.target(payload={})
+    try:
+        assert schedules.declare("declared-a", spec, target=payload).scope == "main"
+        assert schedules.declare("declared-b", spec, target=payload, scope=None).scope == "main"
+        assert schedules.declare("declared-c", spec, target=payload,
+                                 scope="tenant-7").scope == "tenant-7"
+    finally:
+        for scope, name in (("main", "declared-a"), ("main", "declared-b"),
+                            ("tenant-7", "declared-c")):
+            declared.forget(scope, name)
+
+
+def test_default_scope__declare_without_a_scope_or_the_setting_is_ds410():
+    with pytest.raises(ScopeRequired):
+        schedules.declare("declared-d", schedules.Every(DAY),
+                          target=schedule_targets.report.target(payload={}))

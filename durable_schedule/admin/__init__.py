@@ -12,7 +12,15 @@ admin autodiscovery imports it). Areas, one module each:
 * :mod:`.dashboard` — runners and health (the runners' page).
 """
 
-from durable_schedule.admin import dashboard, schedules, work  # noqa: F401  (registers the pages)
+from django.apps import apps
+
 from durable_schedule.admin.scoping import ALL, all_scopes_for_staff, superusers_see_all
+
+# The pages register only where Django's admin is installed: a project without it (an API or a
+# worker image) still imports this package, through the ADMIN_SCOPES default the settings check
+# resolves, and registering there failed with "No installed app with label 'admin'" in every
+# command that runs the checks (process_work, migrate, check).
+if apps.is_installed("django.contrib.admin"):
+    from durable_schedule.admin import dashboard, schedules, work  # noqa: F401  (registers them)
 
 __all__ = ["ALL", "all_scopes_for_staff", "superusers_see_all"]

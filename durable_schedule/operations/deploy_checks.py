@@ -18,6 +18,7 @@ that works but is unsafe or slow in production, and the project decides.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core import checks
 from django.db import DatabaseError
 
@@ -32,6 +33,8 @@ PGBOUNCER_PORT = conf.PGBOUNCER_PORT
 def check_deployment(app_configs=None, **kwargs):
     out: list[checks.CheckMessage] = []
     out.extend(_pooler_settings())
+    if not settings.USE_TZ:
+        return out  # the store is not read without USE_TZ: durable_schedule.E450 says so
     try:
         with connection().cursor() as cur:
             out.extend(_owner_flags(cur))

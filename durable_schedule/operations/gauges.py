@@ -18,6 +18,7 @@ from typing import Any
 from django.db import DatabaseError
 
 from durable_schedule import conf
+from durable_schedule.errors import TimeZoneSupportOff
 from durable_schedule.store.inspection import schema_report
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import connection
@@ -126,6 +127,8 @@ def read_gauges(*, using: str | None = None, timeout: float | None = None) -> Ga
                 return Gauges(up=False, schema_version=schema.schema_version)
             return Gauges(up=True, schema_version=schema.schema_version,
                           queues=queue_health(cur), runners=runners(cur))
+    except TimeZoneSupportOff:
+        return Gauges(up=False)  # USE_TZ off: nothing is read (DS450, check E450)
     except DatabaseError:
         conn = connection(using)
         if not conn.in_atomic_block:

@@ -57,6 +57,7 @@ from django.db import transaction
 from django.utils.module_loading import module_has_submodule
 
 from durable_schedule import conf
+from durable_schedule.default_scope import resolve
 from durable_schedule.errors import (
     DeclarationConflict,
     DeclaredIdentityDeleted,
@@ -117,8 +118,8 @@ _DECLARED: dict[tuple[str, str], Declaration] = {}
 _LOCK = threading.Lock()
 
 
-def declare(schedule_id: str, spec: ScheduleSpec, *, target: WorkTarget, scope: str,
-            overlap: str = "queue_one", misfire: str = "run_once",
+def declare(schedule_id: str, spec: ScheduleSpec, *, target: WorkTarget,
+            scope: str | None = None, overlap: str = "queue_one", misfire: str = "run_once",
             safety_window: timedelta | None = None, start_at: datetime | None = None,
             end_at: datetime | None = None, max_runs: int | None = None,
             jitter: timedelta | None = None, buffer_limit: int | None = None) -> Declaration:
@@ -126,8 +127,10 @@ def declare(schedule_id: str, spec: ScheduleSpec, *, target: WorkTarget, scope: 
 
     Validated at once, like ``create``: a bad spec, policy or target fails at import time, not
     at deploy time. Declaring one identity twice with different values is refused (DS145):
-    one identity has one declaration.
+    one identity has one declaration. ``scope`` left out (or None) is
+    ``DURABLE_SCHEDULE['DEFAULT_SCOPE']``, as for every other schedule call (DS410 without one).
     """
+    scope = resolve(scope, "schedules.declare")
     bounds = Bounds(start_at=start_at, end_at=end_at, max_runs=max_runs)
     check.policies(overlap, misfire)
     scope, schedule_id = validate_scope_id(scope), check.schedule_id(schedule_id)

@@ -151,9 +151,15 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
     # The connection enters both roles with SET LOCAL ROLE: without the membership every scoped
     # call and every claim fails (DS302), which the check says before the first one does.
     cur.execute(_q("roles_session_may_not_set"), ([RUNTIME_ROLE, DISPATCHER_ROLE],))
-    problems.extend(f"the database user may not SET ROLE {role}: every transaction that enters "
-                    f"it fails (DS302) (GRANT {role} TO <migration owner>)"
-                    for (role,) in cur.fetchall())
+    unset = [role for (role,) in cur.fetchall()]
+    if unset:
+        cur.execute("select session_user")
+        user = cur.fetchone()[0]
+        # A user holding ADMIN OPTION only (a PostgreSQL 16+ CREATEROLE creator) is completed
+        # by migrate itself (apps.py); anyone else needs the DBA's GRANT, named exactly.
+        problems.extend(f"the database user may not SET ROLE {role}: every transaction that "
+                        f"enters it fails (DS302) (run manage.py migrate; else a DBA runs GRANT "
+                        f"{role} TO {_quoted(user)};)" for role in unset)
     # The pinned search path names the app schema: whoever may create objects in it plants a
     # function or table the store's functions and the owner's own statements resolve (an
     # overload PostgreSQL prefers for an argument type runs with the caller's rights).
@@ -265,14 +271,26 @@ def revoke_public_execute(cur) -> list[str]:
     return [r[0] for r in cur.fetchall()]
 
 
-def grant_recipe() -> str:
-    """The SQL a DBA runs to create the roles and grants by hand (docs/protocol/storage.md)."""
+def _quoted(name: str) -> str:
+    """A role name as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def grant_recipe(owner: str | None = None) -> str:
+    """The SQL a DBA runs to create the roles and grants by hand (docs/protocol/storage.md).
+
+    ``owner`` is the database user that runs ``migrate`` (the ``USER`` of ``DATABASES``): the
+    membership line names it, quoted, so the DBA runs the lines as printed. Without one (a
+    ``USER`` left to libpq's default) the line keeps the placeholder and says what to put in."""
+    member = _quoted(owner) if owner else "<migration owner>"
     lines = [
         f"CREATE ROLE {RUNTIME_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS;",
         f"CREATE ROLE {DISPATCHER_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS;",
-        f"GRANT {RUNTIME_ROLE}, {DISPATCHER_ROLE} TO <migration owner>;",
+        f"GRANT {RUNTIME_ROLE}, {DISPATCHER_ROLE} TO {member};",
         "-- then run `manage.py migrate`: migration 0002 applies the exact grants below.",
     ]
+    if not owner:
+        lines.insert(3, "-- <migration owner>: the database user that runs `manage.py migrate`.")
     for table, (whole, by_column) in RUNTIME_GRANTS.items():
         parts = list(whole) + [f"{p} ({', '.join(c)})" for p, c in by_column.items()]
         if not parts:

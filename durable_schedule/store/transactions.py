@@ -42,6 +42,7 @@ from contextlib import ExitStack, contextmanager
 from typing import NoReturn
 
 import psycopg
+from django.conf import settings
 from django.db import DatabaseError, connections, transaction
 from django.db.transaction import TransactionManagementError
 from psycopg.postgres import types as _pg_types
@@ -53,6 +54,7 @@ from durable_schedule.errors import (
     InvalidScope,
     PoolerDropsPreparedStatements,
     ScopeLost,
+    TimeZoneSupportOff,
     TransactionAborted,
     WrongRole,
 )
@@ -88,7 +90,14 @@ def connection(using: str | None = None):
     """The Django connection of ``using`` (None: ``DURABLE_SCHEDULE['DATABASE']``). An alias
     that ``DATABASES`` does not name, or one that is not a string, is refused with DS406 before
     anything is sent: Django's ``ConnectionDoesNotExist`` (or a ``TypeError`` for a number) was
-    no DS error."""
+    no DS error.
+
+    Every transaction form starts here, so this is where USE_TZ = False is refused (DS450)
+    before any transaction is entered or statement sent: the connection would read naive local
+    times the runtime cannot compare, and Work it accepted could never run (system check
+    ``durable_schedule.E450``)."""
+    if not settings.USE_TZ:
+        raise TimeZoneSupportOff("durable_schedule needs USE_TZ = True; nothing was written")
     if using is None or using == "":
         return connections[conf.database_alias()]
     if type(using) is not str or using not in connections.settings:

@@ -42,7 +42,8 @@ def test_check__reports_a_role_the_database_user_may_not_enter(pg_factory, login
         problems = inspection.grant_problems(cur)
     assert [p for p in problems if "SET ROLE" in p] == [
         "the database user may not SET ROLE durable_dispatcher: every transaction that enters "
-        "it fails (DS302) (GRANT durable_dispatcher TO <migration owner>)"], problems
+        "it fails (DS302) (run manage.py migrate; else a DBA runs GRANT durable_dispatcher "
+        f'TO "{USER}";)'], problems
     login_role.execute(f"grant durable_dispatcher to {USER}")
     with user.cursor() as cur:
         problems = inspection.grant_problems(cur)

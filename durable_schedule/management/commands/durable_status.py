@@ -16,7 +16,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from durable_schedule.errors import DurableError, InvalidArgument
+from durable_schedule.errors import DurableError, InvalidArgument, TimeZoneSupportOff
 from durable_schedule.operations.probe import DEFAULT_TIMEOUT_SECONDS, check_timeout
 from durable_schedule.operations.status import collect, unreachable
 from durable_schedule.runner.cli import seconds
@@ -51,13 +51,14 @@ class Command(BaseCommand):
         except DurableError as exc:
             raise CommandError(str(exc)) from exc
         if options["roles"]:
-            self.stdout.write(grant_recipe())
+            self.stdout.write(grant_recipe(_migration_owner()))
         if options["metrics"]:
             self._metrics(options["timeout"])
             return
         try:
             report = collect(timeout=options["timeout"])
-        except DatabaseError as exc:  # unreachable, or dropped while reading
+        except (DatabaseError, TimeZoneSupportOff) as exc:  # unreachable, dropped while
+            # reading, or USE_TZ off (DS450): one report (JSON too), exit 2, never a traceback
             report = unreachable(exc)
         if options["json"]:
             self.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True))
@@ -87,7 +88,7 @@ class Command(BaseCommand):
         w(f"schema       {r.schema_version} (code {r.code_schema_version}, requires "
           f">= {r.required_schema}; store floor {r.compatibility_floor})")
         w(f"runtime epoch {r.runtime_epoch}")
-        w(f"roles        {'ok' if not r.role_problems else '; '.join(r.role_problems)}")
+        w(f"roles        {_roles_line(r)}")
         w(f"scopes       {r.scopes}")
         for name, q in (("schedules", r.schedules), ("work", r.work)):
             late = f"{q.oldest_lateness_seconds:.1f}s" if q.oldest_lateness_seconds else "-"
@@ -121,3 +122,23 @@ class Command(BaseCommand):
         else:
             for p in r.problems:
                 w(self.style.ERROR(f"problem: {p}"))
+
+
+def _migration_owner() -> str | None:
+    """The database user of the store's alias: the one the recipe's membership line names
+    (None when DATABASES leaves it to libpq's default)."""
+    from django.db import connections
+
+    from durable_schedule import conf
+
+    return connections[conf.database_alias()].settings_dict.get("USER") or None
+
+
+def _roles_line(r) -> str:
+    """The roles are compared with the contract only on a migrated store at a schema this code
+    reads: before that, saying "ok" would vouch for roles nobody checked (even missing ones)."""
+    if not r.migrated:
+        return "not checked: the store is not migrated"
+    if (r.schema_version or 0) < r.required_schema:
+        return "not checked: the schema is below the one this code requires"
+    return "ok" if not r.role_problems else "; ".join(r.role_problems)

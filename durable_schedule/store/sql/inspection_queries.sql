@@ -167,3 +167,33 @@ select r from unnest(%s::text[]) as r
                 then pg_has_role(session_user, r, 'SET')
                 else pg_has_role(session_user, r, 'MEMBER') end
  order by 1
+
+-- name: roles_owner_cannot_join -- before migration 0001 runs its roles step (0002_security.sql):
+-- of the given roles, each one the current user can neither create (missing, and the user is no
+-- superuser and lacks CREATEROLE) nor join (it exists, the user is no superuser and no member,
+-- and may not grant it: ADMIN OPTION, or CREATEROLE before PostgreSQL 16), with which of the
+-- two it is. The step would stop with a bare "must have admin option on role" for the second.
+select r, to_regrole(r) is null as missing
+  from unnest(%s::text[]) as r, pg_roles me
+ where me.rolname = current_user
+   and not me.rolsuper
+   and case when to_regrole(r) is null then not me.rolcreaterole
+            else not pg_has_role(current_user, r, 'MEMBER')
+                 and not pg_has_role(current_user, r, 'MEMBER WITH ADMIN OPTION')
+                 and not (me.rolcreaterole
+                          and current_setting('server_version_num')::int < 160000) end
+ order by r
+
+-- name: roles_owner_may_grant_itself_set -- after migrate, on PostgreSQL 16 and newer: of the given
+-- roles, those the current user (no superuser) may not enter with SET ROLE although it holds
+-- ADMIN OPTION on them. A CREATEROLE user that created them got exactly that (ADMIN, no SET,
+-- no INHERIT, unless createrole_self_grant says otherwise), which the roles step of 0001 took
+-- for a membership: it grants itself the membership migrate means.
+select r from unnest(%s::text[]) as r, pg_roles me
+ where me.rolname = current_user
+   and not me.rolsuper
+   and current_setting('server_version_num')::int >= 160000
+   and to_regrole(r) is not null
+   and not pg_has_role(current_user, r, 'SET')
+   and pg_has_role(current_user, r, 'MEMBER WITH ADMIN OPTION')
+ order by r
