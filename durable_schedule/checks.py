@@ -30,7 +30,11 @@ def _migrating() -> bool:
 def check_store(app_configs=None, **kwargs):
     level = checks.Warning if _migrating() else checks.Error
     try:
-        with connections[conf.database_alias()].cursor() as cur:
+        alias = conf.database_alias()
+    except conf.InvalidSettings:
+        return []  # no store to read: the settings check (E005) names the setting
+    try:
+        with connections[alias].cursor() as cur:
             report = inspection.schema_report(cur)
     except DatabaseError as exc:
         return [checks.Warning(f"cannot read the durable_schedule store: {exc}",

@@ -30,6 +30,11 @@ PGBOUNCER_PORT = conf.PGBOUNCER_PORT
 
 @checks.register(deploy=True)
 def check_deployment(app_configs=None, **kwargs):
+    try:
+        conf.database_alias()
+        conf.prepare_statements()
+    except conf.InvalidSettings:
+        return []  # the settings check (E005) names the setting; there is no store to read
     out: list[checks.CheckMessage] = []
     out.extend(_pooler_settings())
     try:

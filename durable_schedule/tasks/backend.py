@@ -77,13 +77,19 @@ class DurableBackend(BaseTaskBackend):
         _check_task_options(alias, per_task)
         _check_queues(alias, self.queues)
         _check_defaults(alias, self.options)
-        self.database: str = self.options.get("DATABASE") or conf.database_alias()
         scope = self.options.get("SCOPE")
         self.default_scope = validate_scope_id(
-            scope if scope is not None else conf.default_scope() or DEFAULT_SCOPE)
+            scope if scope is not None else _configured_default_scope() or DEFAULT_SCOPE)
         self._declared_scopes: set[str] = {
             validate_scope_id(values["scope"]) for values in per_task.values()
             if isinstance(values, dict) and values.get("scope") is not None}
+
+    @property
+    def database(self) -> str:
+        """The alias of OPTIONS['DATABASE'], else the store's. Read at use, not in __init__:
+        Django's task checks build the backend, and a DURABLE_SCHEDULE in a wrong shape
+        (reported by E005) must not turn the check run into a traceback."""
+        return self.options.get("DATABASE") or conf.database_alias()
 
     # ------------------------------------------------------------------ validation
     def validate_task(self, task: Task) -> None:
@@ -249,6 +255,15 @@ def _check_findable(task: Task) -> None:
                           "module-level function bound under the function's own name, on a "
                           "durable backend")
     _FINDABLE[path] = task.func
+
+
+def _configured_default_scope() -> str | None:
+    """DURABLE_SCHEDULE['DEFAULT_SCOPE'], or None while DURABLE_SCHEDULE is no dict (E005 names
+    it; the backend's own default scope applies meanwhile)."""
+    try:
+        return conf.default_scope()
+    except conf.InvalidSettings:
+        return None
 
 
 def _check_task_options(alias: str, per_task: dict) -> None:
