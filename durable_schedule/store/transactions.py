@@ -209,7 +209,9 @@ def _cursor(conn, *, kept: bool = False):
     """The cursor of one transaction form: a preparing one unless PREPARE_STATEMENTS is off.
     ``kept``: the connection's kept statement cursor (:class:`_KeptCursor`), built once per
     underlying psycopg connection, wrapped in a new Django cursor wrapper each time."""
-    if conn.vendor != "postgresql" or not conf.prepare_statements():
+    # Per alias: a call ``using=`` an alias that declares a pooler must not prepare because the
+    # store's own alias connects directly (conf.prepare_statements).
+    if conn.vendor != "postgresql" or not conf.prepare_statements(conn.alias):
         return conn.cursor()
     # As Django's BaseDatabaseWrapper._cursor and the backend's create_cursor, with a plain
     # psycopg.Cursor in place of the configured cursor class.
