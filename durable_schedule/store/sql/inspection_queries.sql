@@ -6,15 +6,16 @@ select to_regclass('durable_schedule_store') is not null
 -- name: store_row -- schema version, compatibility floor and runtime epoch.
 select schema_version, compatibility_floor, runtime_epoch from durable_schedule_store
 
--- name: role_flags -- a role's superuser and bypassrls flags (no row: missing), the roles
--- it is a member of (the contract: none; a membership brings that role's privileges and RLS
--- policies with it), and its LOGIN, CREATEROLE and REPLICATION flags (the contract: none).
-select r.rolsuper, r.rolbypassrls,
+-- name: role_flags -- of each given role: its name, superuser and bypassrls flags (no row:
+-- missing), the roles it is a member of (the contract: none; a membership brings that role's
+-- privileges and RLS policies with it), and its LOGIN, CREATEROLE and REPLICATION flags (the
+-- contract: none). One statement for both roles.
+select r.rolname::text, r.rolsuper, r.rolbypassrls,
        array(select g.rolname::text from pg_auth_members m
                join pg_roles g on g.oid = m.roleid
               where m.member = r.oid order by 1),
        r.rolcanlogin, r.rolcreaterole, r.rolreplication
-  from pg_roles r where r.rolname = %s
+  from pg_roles r where r.rolname = any(%s::text[])
 
 -- name: schema_creators -- who of PUBLIC and the given roles may CREATE in this schema or in
 -- any other schema of the session's search path (the store's pinned search path and the
@@ -166,4 +167,27 @@ select r from unnest(%s::text[]) as r
    and not case when current_setting('server_version_num')::int >= 160000
                 then pg_has_role(session_user, r, 'SET')
                 else pg_has_role(session_user, r, 'MEMBER') end
+ order by 1
+
+-- name: sequence_privileges -- every identity or serial sequence of the store's tables (found in
+-- the catalogue; a partition shares its parent's) with the sequence privileges PUBLIC, the
+-- runtime and the dispatcher hold on it (a role's include what it holds through PUBLIC).
+with seqs as (
+    select s.oid, s.relname::text as name
+      from pg_depend d
+      join pg_class s on s.oid = d.objid and s.relkind = 'S'
+      join pg_class t on t.oid = d.refobjid
+     where d.classid = 'pg_class'::regclass and d.refclassid = 'pg_class'::regclass
+       and d.deptype in ('a', 'i') and not t.relispartition
+       and t.relnamespace = current_schema()::regnamespace
+       and (t.relname like 'durable\_schedule\_%%' or t.relname like 'durable\_work%%'
+            or t.relname = 'durable_runner_heartbeat'))
+select s.name,
+       array(select p from unnest(%(privs)s::text[]) as p
+              where has_sequence_privilege('public', s.oid, p)),
+       array(select p from unnest(%(privs)s::text[]) as p
+              where has_sequence_privilege(%(runtime)s, s.oid, p)),
+       array(select p from unnest(%(privs)s::text[]) as p
+              where has_sequence_privilege(%(dispatcher)s, s.oid, p))
+  from seqs s
  order by 1
