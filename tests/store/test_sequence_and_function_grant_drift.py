@@ -37,7 +37,7 @@ DRIFTS = {
                        f"durable_runtime has unexpected SELECT on sequence {SEQ}"),
     "dispatcher_usage": (f"grant usage on sequence {SEQ} to durable_dispatcher",
                          f"durable_dispatcher has unexpected USAGE on sequence {SEQ}"),
-    "public_update": (f"grant update on sequence durable_schedule_scope_routing_id_seq to public",
+    "public_update": ("grant update on sequence durable_schedule_scope_routing_id_seq to public",
                       "PUBLIC has unexpected UPDATE on sequence "
                       "durable_schedule_scope_routing_id_seq"),
     "runtime_no_usage": (f"revoke usage on sequence {SEQ} from durable_runtime",
