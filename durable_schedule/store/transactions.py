@@ -37,6 +37,7 @@ of them); with Django's own cursor they run one after the other.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import NoReturn
@@ -52,6 +53,7 @@ from durable_schedule.errors import (
     InvalidArgument,
     InvalidScope,
     PoolerDropsPreparedStatements,
+    SchemaMissing,
     ScopeLost,
     TransactionAborted,
     WrongRole,
@@ -325,11 +327,33 @@ def _wrong_role(exc: DatabaseError) -> WrongRole | None:
     return None
 
 
-def _reraise(exc: DatabaseError) -> NoReturn:
-    """DS302 (from the database error) for a wrong role, else the database error itself, its
-    cause kept: ``raise exc from exc`` would make the error its own cause and hide the psycopg
-    error under it, and with it the SQLSTATE the retry and outage classifications read."""
-    wrong = _wrong_role(exc)
+#: undefined_function, undefined_table: what PostgreSQL answers where the store's functions
+#: and tables are not (``migrate`` not run yet, or an alias naming another database).
+_UNDEFINED_SQLSTATES = frozenset({"42883", "42P01"})
+#: The store's own objects in such an answer: ``function durable_schedule_accept_work(unknown,
+#: jsonb, boolean) does not exist``, ``relation "durable_work" does not exist``.
+_STORE_OBJECT = re.compile(r'^(function|relation) "?(durable_\w+|claim_(schedule|work)_dispatch)'
+                           r'\b')
+
+
+def store_missing(exc: BaseException, alias: str) -> SchemaMissing | None:
+    """DS402 for a database error saying one of the store's own functions or tables does not
+    exist, else None (a caller's SQL naming something else keeps its own error)."""
+    if sqlstate_of(exc) not in _UNDEFINED_SQLSTATES:
+        return None
+    first = str(exc).split("\n")[0].strip()
+    if not _STORE_OBJECT.match(first):
+        return None
+    return SchemaMissing(f"the durable_schedule store is not migrated on this database "
+                         f"({first})", using=alias)
+
+
+def _reraise(exc: DatabaseError, alias: str) -> NoReturn:
+    """DS302 (from the database error) for a wrong role, DS402 for a store that is not there,
+    else the database error itself, its cause kept: ``raise exc from exc`` would make the error
+    its own cause and hide the psycopg error under it, and with it the SQLSTATE the retry and
+    outage classifications read."""
+    wrong = _wrong_role(exc) or store_missing(exc, alias)
     if wrong is not None:
         raise wrong from exc
     raise exc
@@ -357,7 +381,7 @@ def scoped(scope_id: str, *, using: str | None = None, create: bool = True) -> I
             try:
                 cur.execute(_ENTER_SCOPE if create else _ENTER_SCOPE_TO_READ, [scope_id])
             except DatabaseError as exc:
-                _reraise(exc)
+                _reraise(exc, conn.alias)
         previous_role, previous_scope = cur.fetchone()
         yield cur
         try:
@@ -382,19 +406,27 @@ def statement_cursor(*, using: str | None = None) -> Iterator[object]:
     is kept on the connection between calls (its adapters and result loaders are set up once).
     """
     conn = connection(using)
-    if conn.in_atomic_block:
-        # DS441 when the caller's transaction already failed: refused before anything is sent
-        # when Django knows, else PostgreSQL's refusal (25P02) of the one statement.
-        with _in_usable_transaction(conn), \
-                transaction.atomic(using=conn.alias, savepoint=False), \
-                _cursor(conn, kept=True) as cur:
-            yield cur
-    elif conn.get_autocommit():
-        with _cursor(conn, kept=True) as cur:
-            yield cur
-    else:
-        with transaction.atomic(using=conn.alias), _cursor(conn, kept=True) as cur:
-            yield cur
+    try:
+        if conn.in_atomic_block:
+            # DS441 when the caller's transaction already failed: refused before anything is
+            # sent when Django knows, else PostgreSQL's refusal (25P02) of the one statement.
+            with _in_usable_transaction(conn), \
+                    transaction.atomic(using=conn.alias, savepoint=False), \
+                    _cursor(conn, kept=True) as cur:
+                yield cur
+        elif conn.get_autocommit():
+            with _cursor(conn, kept=True) as cur:
+                yield cur
+        else:
+            with transaction.atomic(using=conn.alias), _cursor(conn, kept=True) as cur:
+                yield cur
+    except DatabaseError as exc:
+        # DS402 where the acceptance function is not there (the store not migrated on this
+        # alias's database), after the atomic block above marked the failure.
+        missing = store_missing(exc, conn.alias)
+        if missing is None:
+            raise
+        raise missing from exc
 
 
 @contextmanager
@@ -413,7 +445,7 @@ def routed(routing_id: int, *, using: str | None = None) -> Iterator[tuple[objec
         try:
             cur.execute(_ENTER_ROUTED, [int(routing_id)])
         except DatabaseError as exc:
-            _reraise(exc)
+            _reraise(exc, conn.alias)
         scope_id = cur.fetchone()[0]
         yield cur, scope_id
         _leave_if_nested(cur, nested)
@@ -446,7 +478,7 @@ def routed_pipelined(routing_id: int, statements: list[tuple[str, object]], *,
                                                                    strict=True):
                             statement_cursor.execute(sql, params)
             except DatabaseError as exc:
-                _reraise(exc)
+                _reraise(exc, conn.alias)
             scope_id = cur.fetchone()[0]
             if pg is None:
                 rows = []
@@ -499,7 +531,7 @@ def routed_batch(*, using: str | None = None,
             try:
                 cur.execute(_OWN_ROLE_THEN_RUNTIME, [RUNTIME_ROLE])
             except DatabaseError as exc:
-                _reraise(exc)
+                _reraise(exc, conn.alias)
             own_role[0], _, user = cur.fetchone()
             if user != RUNTIME_ROLE:
                 raise WrongRole(f"expected to run as {RUNTIME_ROLE}, current_user is {user}")
@@ -514,7 +546,7 @@ def routed_batch(*, using: str | None = None,
                 cur.execute(_OWN_ROLE_THEN_ROUTED if first else _ENTER_ROUTED,
                             [int(routing_id)])
             except DatabaseError as exc:
-                _reraise(exc)
+                _reraise(exc, conn.alias)
             row = cur.fetchone()
             if first:
                 own_role[0] = row[0]
@@ -577,7 +609,7 @@ def dispatcher_transaction(*, using: str | None = None,
                                          [DISPATCHER_ROLE])
                         cur.execute(*first)
                 except DatabaseError as exc:
-                    _reraise(exc)
+                    _reraise(exc, conn.alias)
                 _, user = role_cur.fetchone()
             if user != DISPATCHER_ROLE:
                 raise WrongRole(f"expected to run as {DISPATCHER_ROLE}, current_user is {user}")
@@ -591,7 +623,7 @@ def _set_role(cur, role: str) -> None:
     try:
         cur.execute(_ENTER_DISPATCHER + ", current_user", [role])
     except DatabaseError as exc:
-        _reraise(exc)
+        _reraise(exc, cur.db.alias)
     _, user = cur.fetchone()
     if user != role:
         raise WrongRole(f"expected to run as {role}, current_user is {user}")
