@@ -80,7 +80,7 @@ class InvalidSettings(ImproperlyConfigured, ValueError):
 
 def _settings() -> Mapping[str, Any]:
     value = getattr(settings, "DURABLE_SCHEDULE", {})
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # a plain dict: no ABC check
         # Every reader below would raise AttributeError ('list' object has no attribute
         # 'get'), from AppConfig.ready() and from each system check.
         raise InvalidSettings("DURABLE_SCHEDULE must be a dict of settings "
