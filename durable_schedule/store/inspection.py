@@ -211,7 +211,7 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
             problems.extend(drift.column_extras_of(DISPATCHER_ROLE, table,
                                                    dispatcher_columns[table], allowed, set()))
     problems.extend(drift.sequence_problems(cur, runtime=RUNTIME_ROLE,
-                                            dispatcher=DISPATCHER_ROLE))
+                                            dispatcher=DISPATCHER_ROLE, exact=exact))
     problems.extend(drift.rls_problems(cur, tables, runtime=RUNTIME_ROLE,
                                        dispatcher=DISPATCHER_ROLE, policies=exact))
     for column in DISPATCHER_COLUMNS:

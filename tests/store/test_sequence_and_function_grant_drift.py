@@ -97,3 +97,14 @@ def test_recipe__grants_every_function_the_runtime_executes():
                "durable_schedule_accept_rows(text, jsonb)",
                "durable_work_identifiers_ok(text, text, text, text)"):
         assert f"GRANT EXECUTE ON FUNCTION {fn} TO durable_runtime;" in recipe
+
+
+def test_check__a_newer_schema_may_add_an_owner_only_sequence_but_never_widens_one():
+    # A newer compatible schema may add a table whose identity is the owner's alone: this
+    # code's runners keep starting. A widened privilege is reported at every schema.
+    with connection.cursor() as cur:
+        cur.execute(f"revoke usage on sequence {SEQ} from durable_runtime")
+        cur.execute(f"grant update on sequence {SEQ} to durable_runtime")
+        found = inspection.grant_problems(cur, schema_version=inspection.SCHEMA_VERSION + 1)
+    assert not any("lacks USAGE on sequence" in p for p in found), found
+    assert any(f"durable_runtime has unexpected UPDATE on sequence {SEQ}" in p for p in found)
