@@ -52,6 +52,7 @@ from durable_schedule import conf
 from durable_schedule.errors import (
     InvalidArgument,
     InvalidScope,
+    NotStoreOwner,
     PoolerDropsPreparedStatements,
     SchemaMissing,
     ScopeLost,
@@ -314,16 +315,21 @@ def _in_usable_transaction(conn) -> Iterator[None]:
         raise
 
 
-def _wrong_role(exc: DatabaseError) -> WrongRole | None:
+def _wrong_role(exc: DatabaseError) -> WrongRole | NotStoreOwner | None:
     """DS302 for the store's own wrong-role refusal, and for the server's refusal to switch to
     a store role (SQLSTATE 42501 "permission denied to set role": the database user is not a
-    member of durable_runtime / durable_dispatcher)."""
+    member of durable_runtime / durable_dispatcher). DS308 for a member login refused the
+    owner's routed entry (a runner started with a web user's credentials)."""
     text = str(exc)
     if "DS302" in text:
         return WrongRole(text.split("\n")[0])
     if "permission denied to set role" in text:
         return WrongRole("the database user may not act as the store's role: "
                          + text.split("\n")[0].strip())
+    if "permission denied for function durable_schedule_enter_routed" in text:
+        return NotStoreOwner("the database user is not the store's migration owner, whose "
+                             "function enters a claimed row's scope: "
+                             + text.split("\n")[0].strip())
     return None
 
 
