@@ -250,6 +250,15 @@ def default_scope() -> str | None:
     return _get("DEFAULT_SCOPE")
 
 
+def validated_default_scope() -> str | None:
+    """DEFAULT_SCOPE where a call uses it: None, or a scope id; anything else is DS411
+    (InvalidDefaultScope) naming the setting, in a process that never ran the settings check
+    too, instead of a DS301 that names no setting (or, for ``""``, no scope at all)."""
+    value = default_scope()
+    _validate_default_scope(value)
+    return value
+
+
 def admin_scopes():
     """The ADMIN_SCOPES callable, imported when given as a dotted path."""
     value = _get("ADMIN_SCOPES")

@@ -78,11 +78,21 @@ class DurableBackend(BaseTaskBackend):
         _check_queues(alias, self.queues)
         _check_defaults(alias, self.options)
         scope = self.options.get("SCOPE")
-        self.default_scope = validate_scope_id(
-            scope if scope is not None else _configured_default_scope() or DEFAULT_SCOPE)
+        self._scope: str | None = None if scope is None else validate_scope_id(scope)
         self._declared_scopes: set[str] = {
             validate_scope_id(values["scope"]) for values in per_task.values()
             if isinstance(values, dict) and values.get("scope") is not None}
+
+    @property
+    def default_scope(self) -> str:
+        """OPTIONS['SCOPE'] (checked when the backend is built), else DEFAULT_SCOPE, else
+        "default". DEFAULT_SCOPE is read at use: Django's task checks build the backend, and
+        an invalid one is the settings check's DS411 (E005), raised here too where a task
+        needs its scope, never replaced by "default" (an empty one was)."""
+        if self._scope is not None:
+            return self._scope
+        configured = conf.validated_default_scope()
+        return DEFAULT_SCOPE if configured is None else configured
 
     @property
     def database(self) -> str:
@@ -255,15 +265,6 @@ def _check_findable(task: Task) -> None:
                           "module-level function bound under the function's own name, on a "
                           "durable backend")
     _FINDABLE[path] = task.func
-
-
-def _configured_default_scope() -> str | None:
-    """DURABLE_SCHEDULE['DEFAULT_SCOPE'], or None while DURABLE_SCHEDULE is no dict (E005 names
-    it; the backend's own default scope applies meanwhile)."""
-    try:
-        return conf.default_scope()
-    except conf.InvalidSettings:
-        return None
 
 
 def _check_task_options(alias: str, per_task: dict) -> None:
