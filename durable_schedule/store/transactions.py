@@ -326,7 +326,9 @@ def _wrong_role(exc: DatabaseError) -> WrongRole | NotStoreOwner | None:
     if "permission denied to set role" in text:
         return WrongRole("the database user may not act as the store's role: "
                          + text.split("\n")[0].strip())
-    if "permission denied for function durable_schedule_enter_routed" in text:
+    # By SQLSTATE and the function's name in the primary message (the server names it in every
+    # message language; a refusal *inside* the function names it only in its CONTEXT line).
+    if sqlstate_of(exc) == "42501" and "durable_schedule_enter_routed" in text.split("\n")[0]:
         return NotStoreOwner("the database user is not the store's migration owner, whose "
                              "function enters a claimed row's scope: "
                              + text.split("\n")[0].strip())
