@@ -191,3 +191,9 @@ select s.name,
               where has_sequence_privilege(%(dispatcher)s, s.oid, p))
   from seqs s
  order by 1
+
+-- name: clock_source -- the body of the clock seam (NULL when it is missing): the production
+-- body reads transaction_timestamp() / clock_timestamp(); a test's ControlledClock replaces it
+-- with a fixed instant.
+select p.prosrc from pg_proc p
+ where p.oid = to_regprocedure('durable_schedule_clock(text)')
