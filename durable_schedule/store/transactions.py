@@ -93,11 +93,28 @@ def connection(using: str | None = None):
     anything is sent: Django's ``ConnectionDoesNotExist`` (or a ``TypeError`` for a number) was
     no DS error."""
     if using is None or using == "":
-        return connections[conf.database_alias()]
+        return _usable(connections[conf.database_alias()])
     if type(using) is not str or using not in connections.settings:
         raise InvalidArgument("using must name a database alias of DATABASES",
                               got=repr(using)[:80])
-    return connections[using]
+    return _usable(connections[using])
+
+
+def _usable(conn):
+    """``conn``, its psycopg connection dropped first when the server ended the session (a
+    terminated backend, a restart, a failover) and no transaction of the caller is open on it.
+
+    Django closes a broken connection only at a request's boundaries (or when a rollback fails):
+    outside a request (a worker, a shell, a management command) every later statement in
+    autocommit mode met ``the connection is lost`` forever, this package's kept statement cursor
+    included. psycopg knows without a round trip (``closed``, ``broken``). Inside a caller's
+    atomic block the transaction is gone with the session: that block must fail, so the
+    connection is left as it is."""
+    pg = conn.connection
+    if (pg is not None and not conn.in_atomic_block
+            and (getattr(pg, "closed", False) or getattr(pg, "broken", False))):
+        conn.close()
+    return conn
 
 
 _TIMESTAMPTZ_OID = _pg_types["timestamptz"].oid
