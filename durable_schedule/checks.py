@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 from django.core import checks
-from django.db import DatabaseError, connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
 from durable_schedule import conf
 from durable_schedule.store import inspection
@@ -45,15 +45,16 @@ def check_store(app_configs=None, **kwargs):
         if _migrating():
             return []
         return [checks.Error("DS402: the durable_schedule store is not migrated",
-                             hint="Run `manage.py migrate`.", id="durable_schedule.E001")]
+                             hint=f"Run `{_migrate_command(alias)}`.",
+                             id="durable_schedule.E001")]
     errors: list[checks.CheckMessage] = []
     if report.below_floor and not (_migrating() and (report.schema_version or 0) < report.required):
         errors.append(level(
             f"DS401: database schema {report.schema_version} (compatibility floor "
             f"{report.compatibility_floor}) does not fit this code, which requires schema >= "
             f"{report.required} and is schema {SCHEMA_VERSION}",
-            hint="Older database: run `manage.py migrate`. Newer floor: deploy the code "
-                 "that matches the migrated schema.",
+            hint=f"Older database: run `{_migrate_command(alias)}`. Newer floor: deploy the "
+                 "code that matches the migrated schema.",
             id="durable_schedule.E002"))
     for problem in report.role_problems:
         errors.append(level(
@@ -61,6 +62,14 @@ def check_store(app_configs=None, **kwargs):
             hint="Apply the recipe printed by `manage.py durable_status --roles`.",
             id="durable_schedule.E003"))
     return errors
+
+
+def _migrate_command(alias: str) -> str:
+    """The command that migrates the store's database: a plain ``migrate`` migrates the
+    ``default`` alias only."""
+    if alias == DEFAULT_DB_ALIAS:
+        return "manage.py migrate"
+    return f"manage.py migrate --database {alias}"
 
 
 @checks.register()
