@@ -28,13 +28,13 @@ def _migrating() -> bool:
 
 @checks.register()
 def check_store(app_configs=None, **kwargs):
-    level = checks.Warning if _migrating() else checks.Error
     try:
         alias = conf.database_alias()
     except conf.InvalidSettings:
         return []  # no store to read: the settings check (E005) names the setting
+    level = checks.Warning if _migrating() else checks.Error
     try:
-        with connections[alias].cursor() as cur:
+        with connections[conf.database_alias()].cursor() as cur:
             report = inspection.schema_report(cur)
     except DatabaseError as exc:
         return [checks.Warning(f"cannot read the durable_schedule store: {exc}",

@@ -71,7 +71,7 @@ def scope_optional(func: F) -> F:
                 # The arguments are wrong with or without a scope: Python's own message says
                 # which, exactly as without the decorator.
                 return func(*args, **kwargs)
-            if args and conf.validated_default_scope() is None:
+            if args and conf.default_scope() is None:
                 # Ambiguous: these arguments are a call that left the scope out, or a call that
                 # passed the scope first and left a required argument out (suspend(scope, id,
                 # actor=...) without its reason). Both are refused here; the message names both

@@ -97,6 +97,35 @@ select w.r, w.f, to_regprocedure(w.f) is not null,
        has_function_privilege('public', to_regprocedure(w.f), 'EXECUTE')
   from unnest(%(roles)s::text[], %(signatures)s::text[]) as w(r, f)
 
+-- name: sequence_privileges -- every identity or serial sequence of the store's tables (found in
+-- the catalogue; a partition shares its parent's) with the sequence privileges PUBLIC, the
+-- runtime and the dispatcher hold on it (a role's include what it holds through PUBLIC).
+with seqs as (
+    select s.oid, s.relname::text as name
+      from pg_depend d
+      join pg_class s on s.oid = d.objid and s.relkind = 'S'
+      join pg_class t on t.oid = d.refobjid
+     where d.classid = 'pg_class'::regclass and d.refclassid = 'pg_class'::regclass
+       and d.deptype in ('a', 'i') and not t.relispartition
+       and t.relnamespace = current_schema()::regnamespace
+       and (t.relname like 'durable\_schedule\_%%' or t.relname like 'durable\_work%%'
+            or t.relname = 'durable_runner_heartbeat'))
+select s.name,
+       array(select p from unnest(%(privs)s::text[]) as p
+              where has_sequence_privilege('public', s.oid, p)),
+       array(select p from unnest(%(privs)s::text[]) as p
+              where has_sequence_privilege(%(runtime)s, s.oid, p)),
+       array(select p from unnest(%(privs)s::text[]) as p
+              where has_sequence_privilege(%(dispatcher)s, s.oid, p))
+  from seqs s
+ order by 1
+
+-- name: clock_source -- the body of the clock seam (NULL when it is missing): the production
+-- body reads transaction_timestamp() / clock_timestamp(); a test's ControlledClock replaces it
+-- with a fixed instant.
+select p.prosrc from pg_proc p
+ where p.oid = to_regprocedure('durable_schedule_clock(text)')
+
 -- name: rls_flags -- row-level security enabled / forced, and the owner, of the given tables.
 select c.relname::text, c.relrowsecurity, c.relforcerowsecurity, pg_get_userbyid(c.relowner)::text
   from pg_class c
@@ -168,32 +197,3 @@ select r from unnest(%s::text[]) as r
                 then pg_has_role(session_user, r, 'SET')
                 else pg_has_role(session_user, r, 'MEMBER') end
  order by 1
-
--- name: sequence_privileges -- every identity or serial sequence of the store's tables (found in
--- the catalogue; a partition shares its parent's) with the sequence privileges PUBLIC, the
--- runtime and the dispatcher hold on it (a role's include what it holds through PUBLIC).
-with seqs as (
-    select s.oid, s.relname::text as name
-      from pg_depend d
-      join pg_class s on s.oid = d.objid and s.relkind = 'S'
-      join pg_class t on t.oid = d.refobjid
-     where d.classid = 'pg_class'::regclass and d.refclassid = 'pg_class'::regclass
-       and d.deptype in ('a', 'i') and not t.relispartition
-       and t.relnamespace = current_schema()::regnamespace
-       and (t.relname like 'durable\_schedule\_%%' or t.relname like 'durable\_work%%'
-            or t.relname = 'durable_runner_heartbeat'))
-select s.name,
-       array(select p from unnest(%(privs)s::text[]) as p
-              where has_sequence_privilege('public', s.oid, p)),
-       array(select p from unnest(%(privs)s::text[]) as p
-              where has_sequence_privilege(%(runtime)s, s.oid, p)),
-       array(select p from unnest(%(privs)s::text[]) as p
-              where has_sequence_privilege(%(dispatcher)s, s.oid, p))
-  from seqs s
- order by 1
-
--- name: clock_source -- the body of the clock seam (NULL when it is missing): the production
--- body reads transaction_timestamp() / clock_timestamp(); a test's ControlledClock replaces it
--- with a fixed instant.
-select p.prosrc from pg_proc p
- where p.oid = to_regprocedure('durable_schedule_clock(text)')
