@@ -177,5 +177,12 @@ def _autodiscover_work() -> None:
     from durable_schedule import conf
     from durable_schedule.work import autodiscover
 
-    if conf.autodiscover():
+    try:
+        enabled = conf.autodiscover()
+    except conf.InvalidSettings:
+        # DURABLE_SCHEDULE is no dict: the settings check (E005) says so with the setting's
+        # name, and every use raises the same error; a traceback from django.setup() would
+        # hide the check's message from `manage.py check`.
+        return
+    if enabled:
         autodiscover()

@@ -16,7 +16,7 @@ import sys
 
 from django.conf import settings
 from django.core import checks
-from django.db import DatabaseError, connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
 from durable_schedule import conf
 from durable_schedule.errors import TimeZoneSupportOff, UnsupportedDatabase
@@ -55,6 +55,10 @@ def _unsupported(problem: str) -> checks.CheckMessage:
 
 @checks.register()
 def check_store(app_configs=None, **kwargs):
+    try:
+        alias = conf.database_alias()
+    except conf.InvalidSettings:
+        return []  # no store to read: the settings check (E005) names the setting
     level = checks.Warning if _migrating() else checks.Error
     conn = connections[conf.database_alias()]
     # Before reading the store: on SQLite that read said only "no such function: to_regclass",
@@ -77,15 +81,16 @@ def check_store(app_configs=None, **kwargs):
         if _migrating():
             return []
         return [checks.Error("DS402: the durable_schedule store is not migrated",
-                             hint="Run `manage.py migrate`.", id="durable_schedule.E001")]
+                             hint=f"Run `{_migrate_command(alias)}`.",
+                             id="durable_schedule.E001")]
     errors: list[checks.CheckMessage] = []
     if report.below_floor and not (_migrating() and (report.schema_version or 0) < report.required):
         errors.append(level(
             f"DS401: database schema {report.schema_version} (compatibility floor "
             f"{report.compatibility_floor}) does not fit this code, which requires schema >= "
             f"{report.required} and is schema {SCHEMA_VERSION}",
-            hint="Older database: run `manage.py migrate`. Newer floor: deploy the code "
-                 "that matches the migrated schema.",
+            hint=f"Older database: run `{_migrate_command(alias)}`. Newer floor: deploy the "
+                 "code that matches the migrated schema.",
             id="durable_schedule.E002"))
     for problem in report.role_problems:
         errors.append(level(
@@ -93,6 +98,14 @@ def check_store(app_configs=None, **kwargs):
             hint="Apply the recipe printed by `manage.py durable_status --roles`.",
             id="durable_schedule.E003"))
     return errors
+
+
+def _migrate_command(alias: str) -> str:
+    """The command that migrates the store's database: a plain ``migrate`` migrates the
+    ``default`` alias only."""
+    if alias == DEFAULT_DB_ALIAS:
+        return "manage.py migrate"
+    return f"manage.py migrate --database {alias}"
 
 
 @checks.register()

@@ -7,10 +7,12 @@ All live under ``settings.DURABLE_SCHEDULE`` (a dict). ``validate()`` runs as a 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 DEFAULTS: dict[str, Any] = {
     # The Django database alias whose connection holds the store.
@@ -70,12 +72,35 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+class InvalidSettings(ImproperlyConfigured, ValueError):
+    """A DURABLE_SCHEDULE setting in a shape no reader can use. A ValueError, as every finding
+    of :func:`validate` (the settings check reports it as E005); an ImproperlyConfigured where
+    a process that never ran the checks (a WSGI worker) reads the setting."""
+
+
+def _settings() -> Mapping[str, Any]:
+    value = getattr(settings, "DURABLE_SCHEDULE", {})
+    if type(value) is not dict and not isinstance(value, Mapping):  # a plain dict: no ABC check
+        # Every reader below would raise AttributeError ('list' object has no attribute
+        # 'get'), from AppConfig.ready() and from each system check.
+        raise InvalidSettings("DURABLE_SCHEDULE must be a dict of settings "
+                              f"(docs/api.md \"Settings\"), not {type(value).__name__}")
+    return value
+
+
 def _get(name: str) -> Any:
-    return getattr(settings, "DURABLE_SCHEDULE", {}).get(name, DEFAULTS[name])
+    return _settings().get(name, DEFAULTS[name])
 
 
 def database_alias() -> str:
-    return _get("DATABASE")
+    """The store's alias: a string naming an alias of DATABASES. Anything else is refused here,
+    naming the setting, instead of Django's ConnectionDoesNotExist (or a TypeError for a list)
+    from the first ``connections[...]``."""
+    alias = _get("DATABASE")
+    if type(alias) is not str or alias not in settings.DATABASES:
+        raise InvalidSettings(f"DURABLE_SCHEDULE['DATABASE']={alias!r} is not an alias of "
+                              "DATABASES"[:200])
+    return alias
 
 
 # The integer settings and their accepted ranges (inclusive). A bool is refused (True is not
@@ -124,18 +149,45 @@ def declares_transaction_pooler(alias: str | None = None) -> bool:
     return bool(db.get("DISABLE_SERVER_SIDE_CURSORS")) or str(db.get("PORT")) == PGBOUNCER_PORT
 
 
-def prepare_statements() -> bool:
-    """Whether the runtime prepares its statements: the explicit setting, or with None (the
-    default) unless the store's alias declares a transaction pooler."""
+def prepare_statements(alias: str | None = None) -> bool:
+    """Whether the runtime prepares its statements on ``alias`` (None: the store's alias): the
+    explicit setting, or with None (the default) unless that alias declares a transaction
+    pooler. Per alias: a call with ``using=`` an alias that goes through PgBouncer must not
+    prepare because the store's own alias connects directly. Anything but True, False or None
+    is refused here too: ``bool("False")`` is True, and a process that never ran the settings
+    check would prepare behind the very pooler the setting was meant to turn it off for."""
     value = _get("PREPARE_STATEMENTS")
     if value is None:
-        return not declares_transaction_pooler()
-    return bool(value)
+        return not declares_transaction_pooler(alias)
+    if not isinstance(value, bool):
+        raise InvalidSettings(_PREPARE_STATEMENTS_RULE + f", not {value!r}"[:80])
+    return value
+
+
+_PREPARE_STATEMENTS_RULE = ("DURABLE_SCHEDULE['PREPARE_STATEMENTS'] must be True, False or None "
+                            "(None: prepare unless the database alias declares a transaction "
+                            "pooler)")
+
+#: The collections QUEUES may be: a str is a sequence of one-letter names, a dict's values
+#: would be ignored, and bytes are no names at all.
+_QUEUE_COLLECTIONS = (list, tuple, set, frozenset)
 
 
 def queues() -> frozenset[str] | None:
     value = _get("QUEUES")
-    return None if value is None else frozenset(value)
+    if value is None:
+        return None
+    if not isinstance(value, _QUEUE_COLLECTIONS):
+        raise InvalidSettings(_QUEUES_RULE + f", not {type(value).__name__}")
+    try:
+        return frozenset(value)
+    except TypeError:  # an unhashable member (a list in the list)
+        raise InvalidSettings(_QUEUES_RULE + f", not {value!r}"[:200]) from None
+
+
+_QUEUES_RULE = ("DURABLE_SCHEDULE['QUEUES'] must be None or a non-empty list of queue names "
+                "(1-200 characters, no surrounding spaces, no control, format or separator "
+                "characters: the names enqueue accepts)")
 
 
 def outage_tolerance_seconds() -> float:
@@ -198,6 +250,15 @@ def default_scope() -> str | None:
     return _get("DEFAULT_SCOPE")
 
 
+def validated_default_scope() -> str | None:
+    """DEFAULT_SCOPE where a call uses it: None, or a scope id; anything else is DS411
+    (InvalidDefaultScope) naming the setting, in a process that never ran the settings check
+    too, instead of a DS301 that names no setting (or, for ``""``, no scope at all)."""
+    value = default_scope()
+    _validate_default_scope(value)
+    return value
+
+
 def admin_scopes():
     """The ADMIN_SCOPES callable, imported when given as a dotted path."""
     value = _get("ADMIN_SCOPES")
@@ -210,29 +271,21 @@ def admin_scopes():
 
 def validate() -> None:
     """Raise ValueError naming the first invalid setting."""
-    unknown = set(getattr(settings, "DURABLE_SCHEDULE", {})) - set(DEFAULTS)
+    unknown = set(_settings()) - set(DEFAULTS)
     if unknown:
-        raise ValueError(f"unknown DURABLE_SCHEDULE settings: {sorted(unknown)}")
-    if database_alias() not in settings.DATABASES:
-        raise ValueError(f"DURABLE_SCHEDULE['DATABASE']={database_alias()!r} is not in DATABASES")
+        raise ValueError(f"unknown DURABLE_SCHEDULE settings: {sorted(unknown, key=repr)}")
+    database_alias()
     lease_seconds()
     window = safety_window()
     if not isinstance(window, timedelta) or window <= timedelta(0):
         raise ValueError("DURABLE_SCHEDULE['SAFETY_WINDOW'] must be a positive timedelta")
-    if _get("PREPARE_STATEMENTS") is not None and not isinstance(_get("PREPARE_STATEMENTS"), bool):
-        raise ValueError("DURABLE_SCHEDULE['PREPARE_STATEMENTS'] must be True, False or None "
-                         "(None: prepare unless the database alias declares a transaction pooler)")
+    prepare_statements()
     for flag in ("AUTODISCOVER",):
         if not isinstance(_get(flag), bool):
             raise ValueError(f"DURABLE_SCHEDULE['{flag}'] must be True or False")
     schedule_batch()
     _validate_default_scope(default_scope())
-    listed = _get("QUEUES")
-    if listed is not None and (isinstance(listed, str) or not all(
-            isinstance(q, str) and q and q == q.strip() and len(q) <= 200 for q in listed)
-            or not listed):
-        raise ValueError("DURABLE_SCHEDULE['QUEUES'] must be None or a non-empty list of "
-                         "queue names (1-200 characters, no surrounding spaces)")
+    _validate_queues(queues())
     # NaN passes every "<= 0" and "< 0" test and then compares false with everything: as the
     # idle cap the loop ran passes back to back, as the tolerance it probed without pausing.
     _positive_number("MAX_IDLE_SECONDS")
@@ -249,6 +302,23 @@ def validate() -> None:
     if not callable(scopes):
         raise ValueError("DURABLE_SCHEDULE['ADMIN_SCOPES'] must be a callable user -> scopes "
                          "or its dotted path")
+
+
+def _validate_queues(listed: frozenset | None) -> None:
+    """Each name one that enqueue accepts (work/enqueue.py ``identifier``): a name it refuses
+    passed the check and then refused every enqueue naming it (DS115)."""
+    if listed is None:
+        return
+    from durable_schedule.errors import InvalidIdentifier
+    from durable_schedule.work.enqueue import identifier
+
+    if not listed:
+        raise ValueError(_QUEUES_RULE + ", not an empty collection")
+    for name in listed:
+        try:
+            identifier(name, "queue")
+        except InvalidIdentifier:
+            raise ValueError(_QUEUES_RULE + f": {name!r}"[:120]) from None
 
 
 def _positive_number(name: str, *, finite: bool = False) -> None:

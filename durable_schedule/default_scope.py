@@ -45,7 +45,7 @@ def resolve(scope: str | None, call: str = "this call") -> str:
     """``scope``, or the DEFAULT_SCOPE setting when ``scope`` is None (DS410 without one)."""
     if scope is not None:
         return scope
-    default = conf.default_scope()
+    default = conf.validated_default_scope()
     if default is None:
         raise ScopeRequired(f"{call} was given no scope and DURABLE_SCHEDULE['DEFAULT_SCOPE'] "
                             "is not set")

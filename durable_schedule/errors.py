@@ -603,6 +603,20 @@ class ScopeNotFound(SecurityError):
     )
 
 
+class NotStoreOwner(SecurityError):
+    """The database user may act as the store's roles but is not the migration owner, and the
+    call needs the owner: the routed entry of the runners (``durable_schedule_enter_routed``)
+    is the owner's alone (docs/security.md "Roles")."""
+
+    code = "DS308"
+    next_action = (
+        "Run the runners (process_schedules, process_work) as the migration owner, the Django "
+        "database user that ran `manage.py migrate`; a login that is only a member of "
+        "durable_runtime may enqueue and read, not process claimed rows (docs/security.md "
+        "\"Roles\")."
+    )
+
+
 class CommandStoppedByDatabase(DurableError):
     """An operator command (durable_prune, durable_partitions, durable_recover, sync_schedules)
     met a database error it does not retry: a lock or statement timeout, a lost connection, a

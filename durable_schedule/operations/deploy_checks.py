@@ -14,6 +14,9 @@ that works but is unsafe or slow in production, and the project decides.
 * W012: next month's history partition is missing (run ``manage.py durable_partitions``;
   ``--loop`` schedule runners create it daily).
 * W013: the store cannot be read, so the checks above could not run.
+* W014: the clock seam does not read the database clock (a test's ``ControlledClock`` left in
+  place, or any other replacement): protocol time stands still, nothing falls due, no lease
+  expires (docs/security.md "The clock seam").
 """
 
 from __future__ import annotations
@@ -31,6 +34,11 @@ PGBOUNCER_PORT = conf.PGBOUNCER_PORT
 
 @checks.register(deploy=True)
 def check_deployment(app_configs=None, **kwargs):
+    try:
+        conf.database_alias()
+        conf.prepare_statements()
+    except conf.InvalidSettings:
+        return []  # the settings check (E005) names the setting; there is no store to read
     out: list[checks.CheckMessage] = []
     out.extend(_pooler_settings())
     if not settings.USE_TZ:
@@ -39,6 +47,7 @@ def check_deployment(app_configs=None, **kwargs):
         with connection().cursor() as cur:
             out.extend(_owner_flags(cur))
             out.extend(_next_month_partition(cur))
+            out.extend(_clock_seam(cur))
     except DatabaseError as exc:
         out.append(checks.Warning(f"cannot read the durable_schedule store: {exc}",
                                   id="durable_schedule.W013"))
@@ -87,3 +96,27 @@ def _next_month_partition(cur) -> list[checks.CheckMessage]:
         f"history partition {name} is missing",
         hint="Run `manage.py durable_partitions` (a --loop schedule runner does it daily).",
         id="durable_schedule.W012") for name in missing]
+
+
+#: The calls the production body of the clock seam makes (store/sql/0002_security.sql): a body
+#: without both reads another clock than the database's.
+_DATABASE_CLOCKS = ("transaction_timestamp()", "clock_timestamp()")
+
+
+def _clock_seam(cur) -> list[checks.CheckMessage]:
+    cur.execute(query("inspection_queries.sql", "clock_source"))
+    row = cur.fetchone()
+    if row is None or row[0] is None:
+        return []  # not migrated (E001) or the function missing (E003)
+    body = " ".join(row[0].split()).lower()
+    if all(call in body for call in _DATABASE_CLOCKS):
+        return []
+    return [checks.Warning(
+        "the clock seam durable_schedule_clock does not read the database clock (a test's "
+        "ControlledClock left in place?): protocol time stands still, nothing falls due and no "
+        "lease expires",
+        hint="As the migration owner: python -c 'import django; django.setup(); "
+             "from durable_schedule.testing import ControlledClock; ControlledClock().restore()'"
+             " (DJANGO_SETTINGS_MODULE set), or re-create the body of store/sql/0002_security.sql"
+             "; docs/security.md \"The clock seam\".",
+        id="durable_schedule.W014")]

@@ -128,6 +128,35 @@ def function_access(cur, wanted: list[tuple[str, str]]
             for role, fn, exists, mine, public in cur.fetchall()}
 
 
+#: What the contract grants on an identity sequence of a store table: the runtime's USAGE
+#: (nextval, for its inserts); nothing else to anyone. SELECT reads last_value (how many rows
+#: every scope together wrote), UPDATE allows setval (every later insert into the table, in
+#: every scope, then fails on its primary key).
+SEQUENCE_PRIVILEGES = ("USAGE", "SELECT", "UPDATE")
+
+
+def sequence_problems(cur, *, runtime: str, dispatcher: str, exact: bool = True) -> list[str]:
+    """Drift of the identity sequences' privileges, both ways: the runtime's USAGE missing
+    (every insert into the table fails), any other privilege of the runtime, the dispatcher
+    or PUBLIC (a role's held only through PUBLIC is PUBLIC's finding, once). Not ``exact`` (a
+    store at a newer schema than this code): a sequence of a table this code does not know
+    may be the owner's alone, so only the widened privileges are reported."""
+    cur.execute(_q("sequence_privileges"), {"privs": list(SEQUENCE_PRIVILEGES),
+                                             "runtime": runtime, "dispatcher": dispatcher})
+    problems: list[str] = []
+    for seq, public, runtime_held, dispatcher_held in cur.fetchall():
+        if exact and "USAGE" not in runtime_held:
+            problems.append(f"{runtime} lacks USAGE on sequence {seq}: every insert into its "
+                            f"table fails (GRANT USAGE ON SEQUENCE {seq} TO {runtime})")
+        extras = [("PUBLIC", priv) for priv in public]
+        extras += [(runtime, priv) for priv in runtime_held
+                   if priv != "USAGE" and priv not in public]
+        extras += [(dispatcher, priv) for priv in dispatcher_held if priv not in public]
+        problems.extend(f"{who} has unexpected {priv} on sequence {seq} (REVOKE {priv} ON "
+                        f"SEQUENCE {seq} FROM {who})" for who, priv in extras)
+    return problems
+
+
 def column_extras_of(role: str, table: str, held_columns: list[tuple[str, str]],
                      by_column: dict[str, tuple[str, ...]], held: set[str]) -> list[str]:
     """Column privileges beyond the contract's (from :func:`column_privileges_of`), for

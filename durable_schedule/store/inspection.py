@@ -62,6 +62,12 @@ RUNTIME_FUNCTIONS = ("claim_work_dispatch(text, interval, integer, text[])",
                      "durable_schedule_enter_scope_to_read(text)",
                      "durable_schedule_is_identifier(text)",
                      "durable_schedule_leave_scope(text, text, text)",
+                     # Acceptance: the application role calls the first (it enters the
+                     # runtime role inside), which calls the second as the runtime; the Work
+                     # table's insert trigger calls the third as the runtime.
+                     "durable_schedule_accept_work(text, jsonb, boolean)",
+                     "durable_schedule_accept_rows(text, jsonb)",
+                     "durable_work_identifiers_ok(text, text, text, text)",
                      "durable_runner_beat(uuid, text, text, text, integer, text, double precision,"
                      " bigint, jsonb, boolean)")
 
@@ -122,9 +128,10 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
     exact = schema_version is None or schema_version <= SCHEMA_VERSION
     problems: list[str] = []
     memberships: list[str] = []
+    cur.execute(_q("role_flags"), ([RUNTIME_ROLE, DISPATCHER_ROLE],))
+    flags = {found[0]: found[1:] for found in cur.fetchall()}
     for role in (RUNTIME_ROLE, DISPATCHER_ROLE):
-        cur.execute(_q("role_flags"), (role,))
-        row = cur.fetchone()
+        row = flags.get(role)
         if row is None:
             problems.append(f"role {role} is missing")
         elif row[0] or row[1]:
@@ -209,6 +216,8 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
                        else {})
             problems.extend(drift.column_extras_of(DISPATCHER_ROLE, table,
                                                    dispatcher_columns[table], allowed, set()))
+    problems.extend(drift.sequence_problems(cur, runtime=RUNTIME_ROLE,
+                                            dispatcher=DISPATCHER_ROLE, exact=exact))
     problems.extend(drift.rls_problems(cur, tables, runtime=RUNTIME_ROLE,
                                        dispatcher=DISPATCHER_ROLE, policies=exact))
     for column in DISPATCHER_COLUMNS:

@@ -37,6 +37,7 @@ of them); with Django's own cursor they run one after the other.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import NoReturn
@@ -52,7 +53,9 @@ from durable_schedule import conf
 from durable_schedule.errors import (
     InvalidArgument,
     InvalidScope,
+    NotStoreOwner,
     PoolerDropsPreparedStatements,
+    SchemaMissing,
     ScopeLost,
     TimeZoneSupportOff,
     TransactionAborted,
@@ -99,11 +102,28 @@ def connection(using: str | None = None):
     if not settings.USE_TZ:
         raise TimeZoneSupportOff("durable_schedule needs USE_TZ = True; nothing was written")
     if using is None or using == "":
-        return connections[conf.database_alias()]
+        return _usable(connections[conf.database_alias()])
     if type(using) is not str or using not in connections.settings:
         raise InvalidArgument("using must name a database alias of DATABASES",
                               got=repr(using)[:80])
-    return connections[using]
+    return _usable(connections[using])
+
+
+def _usable(conn):
+    """``conn``, its psycopg connection dropped first when the server ended the session (a
+    terminated backend, a restart, a failover) and no transaction of the caller is open on it.
+
+    Django closes a broken connection only at a request's boundaries (or when a rollback fails):
+    outside a request (a worker, a shell, a management command) every later statement in
+    autocommit mode met ``the connection is lost`` forever, this package's kept statement cursor
+    included. psycopg knows without a round trip (``closed``, ``broken``). Inside a caller's
+    atomic block the transaction is gone with the session: that block must fail, so the
+    connection is left as it is."""
+    pg = conn.connection
+    if (pg is not None and not conn.in_atomic_block
+            and (getattr(pg, "closed", False) or getattr(pg, "broken", False))):
+        conn.close()
+    return conn
 
 
 _TIMESTAMPTZ_OID = _pg_types["timestamptz"].oid
@@ -218,7 +238,9 @@ def _cursor(conn, *, kept: bool = False):
     """The cursor of one transaction form: a preparing one unless PREPARE_STATEMENTS is off.
     ``kept``: the connection's kept statement cursor (:class:`_KeptCursor`), built once per
     underlying psycopg connection, wrapped in a new Django cursor wrapper each time."""
-    if conn.vendor != "postgresql" or not conf.prepare_statements():
+    # Per alias: a call ``using=`` an alias that declares a pooler must not prepare because the
+    # store's own alias connects directly (conf.prepare_statements).
+    if conn.vendor != "postgresql" or not conf.prepare_statements(conn.alias):
         return conn.cursor()
     # As Django's BaseDatabaseWrapper._cursor and the backend's create_cursor, with a plain
     # psycopg.Cursor in place of the configured cursor class.
@@ -319,24 +341,53 @@ def _in_usable_transaction(conn) -> Iterator[None]:
         raise
 
 
-def _wrong_role(exc: DatabaseError) -> WrongRole | None:
+def _wrong_role(exc: DatabaseError) -> WrongRole | NotStoreOwner | None:
     """DS302 for the store's own wrong-role refusal, and for the server's refusal to switch to
     a store role (SQLSTATE 42501 "permission denied to set role": the database user is not a
-    member of durable_runtime / durable_dispatcher)."""
+    member of durable_runtime / durable_dispatcher). DS308 for a member login refused the
+    owner's routed entry (a runner started with a web user's credentials)."""
     text = str(exc)
     if "DS302" in text:
         return WrongRole(text.split("\n")[0])
     if "permission denied to set role" in text:
         return WrongRole("the database user may not act as the store's role: "
                          + text.split("\n")[0].strip())
+    # By SQLSTATE and the function's name in the primary message (the server names it in every
+    # message language; a refusal *inside* the function names it only in its CONTEXT line).
+    if sqlstate_of(exc) == "42501" and "durable_schedule_enter_routed" in text.split("\n")[0]:
+        return NotStoreOwner("the database user is not the store's migration owner, whose "
+                             "function enters a claimed row's scope: "
+                             + text.split("\n")[0].strip())
     return None
 
 
-def _reraise(exc: DatabaseError) -> NoReturn:
-    """DS302 (from the database error) for a wrong role, else the database error itself, its
-    cause kept: ``raise exc from exc`` would make the error its own cause and hide the psycopg
-    error under it, and with it the SQLSTATE the retry and outage classifications read."""
-    wrong = _wrong_role(exc)
+#: undefined_function, undefined_table: what PostgreSQL answers where the store's functions
+#: and tables are not (``migrate`` not run yet, or an alias naming another database).
+_UNDEFINED_SQLSTATES = frozenset({"42883", "42P01"})
+#: The store's own objects in such an answer: ``function durable_schedule_accept_work(unknown,
+#: jsonb, boolean) does not exist``, ``relation "durable_work" does not exist``.
+_STORE_OBJECT = re.compile(r'^(function|relation) "?(durable_\w+|claim_(schedule|work)_dispatch)'
+                           r'\b')
+
+
+def store_missing(exc: BaseException, alias: str) -> SchemaMissing | None:
+    """DS402 for a database error saying one of the store's own functions or tables does not
+    exist, else None (a caller's SQL naming something else keeps its own error)."""
+    if sqlstate_of(exc) not in _UNDEFINED_SQLSTATES:
+        return None
+    first = str(exc).split("\n")[0].strip()
+    if not _STORE_OBJECT.match(first):
+        return None
+    return SchemaMissing(f"the durable_schedule store is not migrated on this database "
+                         f"({first})", using=alias)
+
+
+def _reraise(exc: DatabaseError, alias: str) -> NoReturn:
+    """DS302 (from the database error) for a wrong role, DS402 for a store that is not there,
+    else the database error itself, its cause kept: ``raise exc from exc`` would make the error
+    its own cause and hide the psycopg error under it, and with it the SQLSTATE the retry and
+    outage classifications read."""
+    wrong = _wrong_role(exc) or store_missing(exc, alias)
     if wrong is not None:
         raise wrong from exc
     raise exc
@@ -364,7 +415,7 @@ def scoped(scope_id: str, *, using: str | None = None, create: bool = True) -> I
             try:
                 cur.execute(_ENTER_SCOPE if create else _ENTER_SCOPE_TO_READ, [scope_id])
             except DatabaseError as exc:
-                _reraise(exc)
+                _reraise(exc, conn.alias)
         previous_role, previous_scope = cur.fetchone()
         yield cur
         try:
@@ -389,19 +440,27 @@ def statement_cursor(*, using: str | None = None) -> Iterator[object]:
     is kept on the connection between calls (its adapters and result loaders are set up once).
     """
     conn = connection(using)
-    if conn.in_atomic_block:
-        # DS441 when the caller's transaction already failed: refused before anything is sent
-        # when Django knows, else PostgreSQL's refusal (25P02) of the one statement.
-        with _in_usable_transaction(conn), \
-                transaction.atomic(using=conn.alias, savepoint=False), \
-                _cursor(conn, kept=True) as cur:
-            yield cur
-    elif conn.get_autocommit():
-        with _cursor(conn, kept=True) as cur:
-            yield cur
-    else:
-        with transaction.atomic(using=conn.alias), _cursor(conn, kept=True) as cur:
-            yield cur
+    try:
+        if conn.in_atomic_block:
+            # DS441 when the caller's transaction already failed: refused before anything is
+            # sent when Django knows, else PostgreSQL's refusal (25P02) of the one statement.
+            with _in_usable_transaction(conn), \
+                    transaction.atomic(using=conn.alias, savepoint=False), \
+                    _cursor(conn, kept=True) as cur:
+                yield cur
+        elif conn.get_autocommit():
+            with _cursor(conn, kept=True) as cur:
+                yield cur
+        else:
+            with transaction.atomic(using=conn.alias), _cursor(conn, kept=True) as cur:
+                yield cur
+    except DatabaseError as exc:
+        # DS402 where the acceptance function is not there (the store not migrated on this
+        # alias's database), after the atomic block above marked the failure.
+        missing = store_missing(exc, conn.alias)
+        if missing is None:
+            raise
+        raise missing from exc
 
 
 @contextmanager
@@ -420,7 +479,7 @@ def routed(routing_id: int, *, using: str | None = None) -> Iterator[tuple[objec
         try:
             cur.execute(_ENTER_ROUTED, [int(routing_id)])
         except DatabaseError as exc:
-            _reraise(exc)
+            _reraise(exc, conn.alias)
         scope_id = cur.fetchone()[0]
         yield cur, scope_id
         _leave_if_nested(cur, nested)
@@ -453,7 +512,7 @@ def routed_pipelined(routing_id: int, statements: list[tuple[str, object]], *,
                                                                    strict=True):
                             statement_cursor.execute(sql, params)
             except DatabaseError as exc:
-                _reraise(exc)
+                _reraise(exc, conn.alias)
             scope_id = cur.fetchone()[0]
             if pg is None:
                 rows = []
@@ -506,7 +565,7 @@ def routed_batch(*, using: str | None = None,
             try:
                 cur.execute(_OWN_ROLE_THEN_RUNTIME, [RUNTIME_ROLE])
             except DatabaseError as exc:
-                _reraise(exc)
+                _reraise(exc, conn.alias)
             own_role[0], _, user = cur.fetchone()
             if user != RUNTIME_ROLE:
                 raise WrongRole(f"expected to run as {RUNTIME_ROLE}, current_user is {user}")
@@ -521,7 +580,7 @@ def routed_batch(*, using: str | None = None,
                 cur.execute(_OWN_ROLE_THEN_ROUTED if first else _ENTER_ROUTED,
                             [int(routing_id)])
             except DatabaseError as exc:
-                _reraise(exc)
+                _reraise(exc, conn.alias)
             row = cur.fetchone()
             if first:
                 own_role[0] = row[0]
@@ -584,7 +643,7 @@ def dispatcher_transaction(*, using: str | None = None,
                                          [DISPATCHER_ROLE])
                         cur.execute(*first)
                 except DatabaseError as exc:
-                    _reraise(exc)
+                    _reraise(exc, conn.alias)
                 _, user = role_cur.fetchone()
             if user != DISPATCHER_ROLE:
                 raise WrongRole(f"expected to run as {DISPATCHER_ROLE}, current_user is {user}")
@@ -598,7 +657,7 @@ def _set_role(cur, role: str) -> None:
     try:
         cur.execute(_ENTER_DISPATCHER + ", current_user", [role])
     except DatabaseError as exc:
-        _reraise(exc)
+        _reraise(exc, cur.db.alias)
     _, user = cur.fetchone()
     if user != role:
         raise WrongRole(f"expected to run as {role}, current_user is {user}")

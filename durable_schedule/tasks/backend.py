@@ -79,13 +79,29 @@ class DurableBackend(BaseTaskBackend):
         _check_task_options(alias, per_task)
         _check_queues(alias, self.queues)
         _check_defaults(alias, self.options)
-        self.database: str = self.options.get("DATABASE") or conf.database_alias()
         scope = self.options.get("SCOPE")
-        self.default_scope = validate_scope_id(
-            scope if scope is not None else conf.default_scope() or DEFAULT_SCOPE)
+        self._scope: str | None = None if scope is None else validate_scope_id(scope)
         _declare_scopes(alias, (validate_scope_id(values["scope"])
                                 for values in per_task.values()
                                 if isinstance(values, dict) and values.get("scope") is not None))
+
+    @property
+    def default_scope(self) -> str:
+        """OPTIONS['SCOPE'] (checked when the backend is built), else DEFAULT_SCOPE, else
+        "default". DEFAULT_SCOPE is read at use: Django's task checks build the backend, and
+        an invalid one is the settings check's DS411 (E005), raised here too where a task
+        needs its scope, never replaced by "default" (an empty one was)."""
+        if self._scope is not None:
+            return self._scope
+        configured = conf.validated_default_scope()
+        return DEFAULT_SCOPE if configured is None else configured
+
+    @property
+    def database(self) -> str:
+        """The alias of OPTIONS['DATABASE'], else the store's. Read at use, not in __init__:
+        Django's task checks build the backend, and a DURABLE_SCHEDULE in a wrong shape
+        (reported by E005) must not turn the check run into a traceback."""
+        return self.options.get("DATABASE") or conf.database_alias()
 
     # ------------------------------------------------------------------ validation
     def validate_task(self, task: Task) -> None:

@@ -75,3 +75,11 @@ def test_deploy__runs_from_check_deploy(clock):
     out, err = StringIO(), StringIO()
     call_command("check", "--deploy", stdout=out, stderr=err)
     assert "durable_schedule.W010" in out.getvalue() + err.getvalue()
+
+
+def test_deploy__a_controlled_clock_left_in_place_warns(clock):
+    # A test's ControlledClock run against this database by mistake freezes protocol time:
+    # nothing falls due and no lease expires, silently. check --deploy names it (W014).
+    assert "durable_schedule.W014" in ids()
+    clock.restore()
+    assert "durable_schedule.W014" not in ids()

@@ -6,15 +6,16 @@ select to_regclass('durable_schedule_store') is not null
 -- name: store_row -- schema version, compatibility floor and runtime epoch.
 select schema_version, compatibility_floor, runtime_epoch from durable_schedule_store
 
--- name: role_flags -- a role's superuser and bypassrls flags (no row: missing), the roles
--- it is a member of (the contract: none; a membership brings that role's privileges and RLS
--- policies with it), and its LOGIN, CREATEROLE and REPLICATION flags (the contract: none).
-select r.rolsuper, r.rolbypassrls,
+-- name: role_flags -- of each given role: its name, superuser and bypassrls flags (no row:
+-- missing), the roles it is a member of (the contract: none; a membership brings that role's
+-- privileges and RLS policies with it), and its LOGIN, CREATEROLE and REPLICATION flags (the
+-- contract: none). One statement for both roles.
+select r.rolname::text, r.rolsuper, r.rolbypassrls,
        array(select g.rolname::text from pg_auth_members m
                join pg_roles g on g.oid = m.roleid
               where m.member = r.oid order by 1),
        r.rolcanlogin, r.rolcreaterole, r.rolreplication
-  from pg_roles r where r.rolname = %s
+  from pg_roles r where r.rolname = any(%s::text[])
 
 -- name: schema_creators -- who of PUBLIC and the given roles may CREATE in this schema or in
 -- any other schema of the session's search path (the store's pinned search path and the
@@ -95,6 +96,35 @@ select w.r, w.f, to_regprocedure(w.f) is not null,
        has_function_privilege(w.r, to_regprocedure(w.f), 'EXECUTE'),
        has_function_privilege('public', to_regprocedure(w.f), 'EXECUTE')
   from unnest(%(roles)s::text[], %(signatures)s::text[]) as w(r, f)
+
+-- name: sequence_privileges -- every identity or serial sequence of the store's tables (found in
+-- the catalogue; a partition shares its parent's) with the sequence privileges PUBLIC, the
+-- runtime and the dispatcher hold on it (a role's include what it holds through PUBLIC).
+with seqs as (
+    select s.oid, s.relname::text as name
+      from pg_depend d
+      join pg_class s on s.oid = d.objid and s.relkind = 'S'
+      join pg_class t on t.oid = d.refobjid
+     where d.classid = 'pg_class'::regclass and d.refclassid = 'pg_class'::regclass
+       and d.deptype in ('a', 'i') and not t.relispartition
+       and t.relnamespace = current_schema()::regnamespace
+       and (t.relname like 'durable\_schedule\_%%' or t.relname like 'durable\_work%%'
+            or t.relname = 'durable_runner_heartbeat'))
+select s.name,
+       array(select p from unnest(%(privs)s::text[]) as p
+              where has_sequence_privilege('public', s.oid, p)),
+       array(select p from unnest(%(privs)s::text[]) as p
+              where has_sequence_privilege(%(runtime)s, s.oid, p)),
+       array(select p from unnest(%(privs)s::text[]) as p
+              where has_sequence_privilege(%(dispatcher)s, s.oid, p))
+  from seqs s
+ order by 1
+
+-- name: clock_source -- the body of the clock seam (NULL when it is missing): the production
+-- body reads transaction_timestamp() / clock_timestamp(); a test's ControlledClock replaces it
+-- with a fixed instant.
+select p.prosrc from pg_proc p
+ where p.oid = to_regprocedure('durable_schedule_clock(text)')
 
 -- name: rls_flags -- row-level security enabled / forced, and the owner, of the given tables.
 select c.relname::text, c.relrowsecurity, c.relforcerowsecurity, pg_get_userbyid(c.relowner)::text
