@@ -266,6 +266,10 @@ class _Batch:
             # The single step refuses this stored state as unevaluable (step._lock_pending):
             # the caller leaves it to that step, which quarantines it.
             raise _Unevaluable("foreign pending coalesced occurrence")
+        if item.occupant is None:
+            # A backfilled run behind the latest linked occurrence (read only for a schedule
+            # that ever skipped): the single step reads it too (step._step).
+            item.occupant = hooks.revived_occupant(self.cur, d)
         return evaluate_pass(d, self.fences.clock, item.occupant,
                              pending.last if pending else None, spec=item.spec,
                              lifecycle=lambda: hooks.decide_inputs(self.cur, d))

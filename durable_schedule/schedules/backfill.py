@@ -136,6 +136,8 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         busy = [r[0] for r in run(cur, "lock_slot", {"scope_id": scope,
                                                      "schedule_id": schedule_id}).fetchall()
                 if r[1] not in TERMINAL_WORK_STATES]
+        if not busy:  # a backfilled run behind the latest linked occurrence holds it too
+            busy = [w for w in (hooks.revived_occupant(cur, d),) if w is not None]
         if new and busy and d.overlap != "allow_all":
             raise TriggerSlotBusy("the schedule's previous Work still runs",
                                   schedule_id=schedule_id, overlap=d.overlap,

@@ -38,6 +38,20 @@ SELECT count(*)
    AND kind IN ('nominal', 'recovery', 'coalesced')
    AND (work_id IS NOT NULL OR state = 'pending')
 
+-- name: lock revived slot -- the oldest unfinished Work of the schedule's linked occurrences,
+-- FOR SHARE: the slot "lock slot" (schedule_queries.sql) reads from the latest linked occurrence
+-- alone, but a backfill that runs an instant a skip dropped links that older, skipped occurrence
+-- ("revive skipped" below), so its Work can hold the slot behind a later, finished one. Read from
+-- the Work side (durable_work_state: the scope's unfinished Work), never a schedule's history.
+SELECT w.work_id, w.state
+  FROM durable_work w
+  JOIN durable_schedule_occurrence o ON o.scope_id = w.scope_id AND o.id = w.source_occurrence_id
+ WHERE w.scope_id = %(scope_id)s AND w.state IN ('pending', 'running', 'suspended')
+   AND o.schedule_id = %(schedule_id)s AND o.work_id = w.work_id
+ ORDER BY w.id
+ LIMIT 1
+   FOR SHARE OF w
+
 -- name: count buffered -- buffer_all: the buffered occurrences of the active generation that
 -- wait to run (trigger and backfill refuse to run beside them; status shows the count).
 SELECT count(*)
