@@ -168,7 +168,7 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         ran = []
         for instant in run_now:
             if instant in dropped:
-                row = _revive(cur, key, spec, d.accepted_at_utc, instant, now)
+                row = _revive(cur, key, spec, d.accepted_at_utc, instant, now, set(instants))
             else:
                 row = run(cur, "insert_occurrence", {
                     **key, "kind": "recovery", "first": instant, "last": instant,
@@ -199,12 +199,14 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
 
 
 def _revive(cur, key: dict[str, Any], spec, accepted_at: datetime, instant: datetime,
-            now: datetime) -> tuple:
+            now: datetime, backfilled: set[datetime]) -> tuple:
     """Make the skipped recovery occurrence that holds ``instant``'s identity the instant's
     own pending one; returns the row the bridge needs (id and proof). A skipped range keeps
     its other instants recorded as skipped: the rest of it is written again, from its first
     instant that is no recovery occurrence's identity yet (an earlier backfill of one of its
-    instants has its own) -- the skip happened, and ``missed`` already counted it."""
+    instants has its own) and not one of ``backfilled`` (this backfill's instants: it runs,
+    skips or finds each itself, under its own identity) -- the skip happened, and ``missed``
+    already counted it."""
     row = hooks.run_lifecycle(cur, "revive_skipped", {**key, "first": instant,
                                                       "now": now}).fetchone()
     if row is None:  # read under the same definition lock a moment ago: a defect, not a race
@@ -214,7 +216,7 @@ def _revive(cur, key: dict[str, Any], spec, accepted_at: datetime, instant: date
         taken = {r[0] for r in hooks.run_lifecycle(cur, "recovery_firsts", {
             **key, "after": instant, "upto": last}).fetchall()}
         rest = next_instant_after(spec, accepted_at, instant)
-        while rest is not None and rest <= last and rest in taken:
+        while rest is not None and rest <= last and (rest in taken or rest in backfilled):
             rest = next_instant_after(spec, accepted_at, rest)
         if rest is not None and rest <= last:
             run(cur, "insert_occurrence", {
