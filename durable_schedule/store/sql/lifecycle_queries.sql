@@ -52,6 +52,25 @@ SELECT w.work_id, w.state
  LIMIT 1
    FOR SHARE OF w
 
+-- name: relock batch slots -- the batched pass's slot read again, for the schedules whose slot
+-- its locking read ("lock batch", schedule_batch_queries.sql) found free: the Work of each
+-- one's latest linked occurrence, FOR SHARE. That read is one statement, so when it waited for a
+-- definition lock (a trigger or a backfill committing Work for the schedule) its occurrence
+-- subquery still saw the snapshot from before the wait, without that Work. This statement runs
+-- after the definition locks are held, so its snapshot has every such Work (docs/reliability.md
+-- "Batches").
+SELECT c.schedule_id, w.work_id, w.state
+  FROM unnest(%(schedule_ids)s::text[]) AS c(schedule_id)
+  JOIN LATERAL (
+        SELECT o.scope_id, o.work_id FROM durable_schedule_occurrence o
+         WHERE o.scope_id = %(scope_id)s AND o.schedule_id = c.schedule_id
+           AND o.work_id IS NOT NULL
+         ORDER BY o.id DESC
+         LIMIT 1) o ON true
+  JOIN durable_work w ON w.scope_id = o.scope_id AND w.work_id = o.work_id
+ ORDER BY c.schedule_id
+   FOR SHARE OF w
+
 -- name: count buffered -- buffer_all: the buffered occurrences of the active generation that
 -- wait to run (trigger and backfill refuse to run beside them; status shows the count).
 SELECT count(*)
