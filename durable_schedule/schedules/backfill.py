@@ -123,6 +123,10 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         # overlap skip, or the first of a skipped range) never ran: it is not existing, this
         # backfill may run it (that occurrence becomes its own, pending).
         dropped = {t for t, state in backfilled if state == "skipped"}
+        # Every instant a skip dropped (not only a range's first), read before a revive below
+        # shrinks its range: skipped again by this backfill, it is still counted once.
+        skipped_before = hooks.run_lifecycle(cur, "skipped_ranges", {
+            **key, "start": start, "end": end}).fetchall()
         existing = {t for t, _state in backfilled} - dropped
         # An instant the schedule itself ran (or will run: a pending coalesced or buffered
         # occurrence) is covered by that occurrence; running it again would be a second Work.
@@ -181,8 +185,8 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
                 **key, "kind": "recovery", "first": instant, "last": instant,
                 "state": "skipped", "now": now, "jitter_us": None})
         # An instant skipped again is still one skipped occurrence: counted once.
-        hooks.count_missed(cur, d, "overlap", len([t for t in skipped if t not in dropped]),
-                           now)
+        hooks.count_missed(cur, d, "overlap", len([
+            t for t in skipped if not any(lo <= t <= hi for lo, hi in skipped_before)]), now)
         _history(cur, scope, schedule_id, d.generation, "backfilled", actor, now,
                  request_id=request_id, start=records.iso(start), end=records.iso(end),
                  ran=[records.iso(t) for t, _ in ran], skipped=[records.iso(t) for t in skipped],

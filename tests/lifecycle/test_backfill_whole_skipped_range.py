@@ -20,6 +20,8 @@ from tests.schedules.conftest import (
     create,
     occurrences,
     run_pass,
+    set_work_state,
+    works,
 )
 
 pytestmark = pytest.mark.django_db
@@ -50,3 +52,15 @@ def test_backfill__allow_all_part_of_a_skipped_range_keeps_the_rest_skipped(cloc
     assert [t for t, _ in done.ran] == [T0 + 20 * MINUTE, T0 + 30 * MINUTE]
     assert [(o[1], o[2], o[3], o[4]) for o in occurrences("s") if o[4] == "skipped"] == \
         [("recovery", T0 + 40 * MINUTE, T0 + 40 * MINUTE, "skipped")]
+
+
+def test_backfill__skip_of_instants_a_misfire_skip_dropped_counts_them_once(clock, target):
+    """docs/schedules.md "Backfill": an instant skipped again is still counted once. Under
+    overlap skip the backfill runs the range's first instant and skips the others again: they
+    were counted by the misfire skip already."""
+    skipped_range(clock, target, "skip")
+    assert [set_work_state(w[0], "succeeded") for w in works()] == [1]  # 00:10's Work ended
+    done = schedules.backfill(SCOPE, "s", T0 + 20 * MINUTE, T0 + 40 * MINUTE, "bf")
+    assert [t for t, _ in done.ran] == [T0 + 20 * MINUTE]
+    assert done.skipped == [T0 + 30 * MINUTE, T0 + 40 * MINUTE]
+    assert schedules.get(SCOPE, "s").missed == {"misfire": 3}

@@ -129,6 +129,15 @@ SELECT first_nominal_utc, state
    AND (first_nominal_utc = last_nominal_utc OR state = 'skipped')
    AND first_nominal_utc BETWEEN %(start)s AND %(end)s
 
+-- name: skipped ranges -- the generation's skipped ranges (misfire or overlap skip) that overlap
+-- a backfill of [start, end]: an instant in one that the backfill skips again was counted in
+-- missed when it was first skipped, and is not counted a second time.
+SELECT first_nominal_utc, last_nominal_utc
+  FROM durable_schedule_occurrence
+ WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
+   AND generation = %(generation)s AND kind = 'recovery' AND state = 'skipped'
+   AND first_nominal_utc <= %(end)s AND last_nominal_utc >= %(start)s
+
 -- name: revive skipped -- a backfill runs an instant whose recovery identity a skipped
 -- occurrence holds (overlap or misfire skip: it never ran). That occurrence becomes the
 -- instant's own, pending until the Work bridge links it; a skipped range shrinks to its first
