@@ -61,3 +61,34 @@ def test_revived_backfill__its_work_holds_the_slot_for_trigger_and_backfill(cloc
         schedules.trigger(SCOPE, "s", "run-now-1", actor="bob")
     with pytest.raises(TriggerSlotBusy):
         schedules.backfill(SCOPE, "s", T0 + 2 * HOUR, T0 + 2 * HOUR, "bf-2")
+
+
+def test_switch_from_allow_all__an_older_work_still_does_not_hold_the_slot(clock, target):
+    """docs/schedules.md: switching from allow_all to queue_one treats the slot as held by the
+    latest linked occurrence's Work only -- also for a schedule that skipped before (the
+    revived-run read above must not widen it)."""
+    create("s", schedules.Every(HOUR), target, overlap="allow_all", misfire="skip",
+           safety_window=6 * HOUR)
+    run_pass(clock, T0 + 2 * HOUR + SECOND)  # 01:00-02:00 skipped: missed counted
+    run_pass(clock, T0 + 3 * HOUR + SECOND)  # 03:00 runs (W3)
+    run_pass(clock, T0 + 4 * HOUR + SECOND)  # 04:00 runs beside it (W4)
+    w3, w4 = [o[5] for o in occurrences("s") if o[5] is not None]
+    assert set_work_state(w4, "succeeded") == 1  # W3 still queued
+    info = schedules.get(SCOPE, "s")
+    schedules.update(SCOPE, "s", expected_revision=info.revision, overlap="queue_one")
+    counts = run_pass(clock, T0 + 5 * HOUR + SECOND)
+    assert counts.materialized == 1, counts
+
+
+def test_revived_backfill__at_the_instant_of_the_skip_still_holds_the_slot(clock, target):
+    """With the clock seam standing still, the revive happens at the very instant the skip was
+    recorded: the revived run is recognised by its Work, accepted after the latest one."""
+    create("s", schedules.Every(HOUR), target, misfire="skip", safety_window=6 * HOUR)
+    run_pass(clock, T0 + HOUR + SECOND)  # 01:00 runs
+    [(w1, *_)] = [(o[5],) for o in occurrences("s") if o[5] is not None]
+    assert set_work_state(w1, "succeeded") == 1
+    run_pass(clock, T0 + 3 * HOUR + SECOND)  # 02:00-03:00 skipped
+    done = schedules.backfill(SCOPE, "s", T0 + 2 * HOUR, T0 + 2 * HOUR, "bf")  # same instant
+    assert [t for t, _ in done.ran] == [T0 + 2 * HOUR]
+    counts = run_pass(clock, T0 + 4 * HOUR + SECOND)
+    assert (counts.materialized, counts.coalesced) == (0, 1), counts

@@ -38,16 +38,28 @@ SELECT count(*)
    AND kind IN ('nominal', 'recovery', 'coalesced')
    AND (work_id IS NOT NULL OR state = 'pending')
 
--- name: lock revived slot -- the oldest unfinished Work of the schedule's linked occurrences,
--- FOR SHARE: the slot "lock slot" (schedule_queries.sql) reads from the latest linked occurrence
--- alone, but a backfill that runs an instant a skip dropped links that older, skipped occurrence
--- ("revive skipped" below), so its Work can hold the slot behind a later, finished one. Read from
--- the Work side (durable_work_state: the scope's unfinished Work), never a schedule's history.
+-- name: lock revived slot -- the oldest unfinished Work of the schedule's linked occurrences that
+-- was accepted after the Work of its latest linked occurrence, FOR SHARE. The slot ("lock slot",
+-- schedule_queries.sql) is the Work of the latest linked occurrence, because occurrences are
+-- linked in the order they are written -- except when a backfill runs an instant a skip dropped:
+-- it links that older, skipped occurrence ("revive skipped" below), so its Work can hold the
+-- slot behind a later occurrence whose Work has ended. A Work accepted before the latest one
+-- (an allow_all run still going after a switch of policy) is not such a run and, as documented
+-- (docs/schedules.md "Overlap"), does not hold the slot. Read from the Work side
+-- (durable_work_state: the scope's unfinished Work), never a schedule's whole history.
 SELECT w.work_id, w.state
   FROM durable_work w
   JOIN durable_schedule_occurrence o ON o.scope_id = w.scope_id AND o.id = w.source_occurrence_id
  WHERE w.scope_id = %(scope_id)s AND w.state IN ('pending', 'running', 'suspended')
    AND o.schedule_id = %(schedule_id)s AND o.work_id = w.work_id
+   AND w.id > COALESCE((
+        SELECT lw.id
+          FROM (SELECT x.scope_id, x.work_id FROM durable_schedule_occurrence x
+                 WHERE x.scope_id = %(scope_id)s AND x.schedule_id = %(schedule_id)s
+                   AND x.work_id IS NOT NULL
+                 ORDER BY x.id DESC
+                 LIMIT 1) l
+          JOIN durable_work lw ON lw.scope_id = l.scope_id AND lw.work_id = l.work_id), 0)
  ORDER BY w.id
  LIMIT 1
    FOR SHARE OF w
