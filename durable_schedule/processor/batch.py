@@ -184,6 +184,7 @@ class _Batch:
                                    f"{fences.compatibility_floor}) does not fit this code "
                                    f"(needs {REQUIRED_SCHEMA}, is {SCHEMA_VERSION})")
         self._lock(self.items, locked)
+        self._relock_free_slots()
         specs: dict[tuple, Any] = {}
         released: list[_Item] = []  # no-op: lease released, nothing else written
         active: list[_Item] = []
@@ -260,12 +261,33 @@ class _Batch:
             if row[36] is not None:
                 item.pending = _Pending(*row[36:40])
 
+    def _relock_free_slots(self) -> None:
+        """Read again, in a statement of its own, the slots the locking read found free for
+        the claims still ours on active definitions: that read's snapshot predates any wait
+        for a definition lock, so a run-now or backfill Work committed during the wait was not
+        in it (lifecycle_queries.sql "relock batch slots"). The definitions are locked now:
+        nothing can link a new Work to these schedules until the batch commits."""
+        free = {item.schedule_id: item for item in self.items
+                if item.occupant is None and item.d is not None and item.d.state == "active"
+                and item.lease == (self.owner, item.claim.dispatch_revision)}
+        if not free:
+            return
+        rows = hooks.run_lifecycle(self.cur, "relock_batch_slots", {
+            "scope_id": self.scope_id, "schedule_ids": sorted(free)}).fetchall()
+        for schedule_id, work_id, state in rows:
+            if state not in TERMINAL_WORK_STATES:
+                free[schedule_id].occupant = work_id
+
     def _evaluate(self, item: _Item) -> Decision:
         d, pending = item.d, item.pending
         if pending is not None and pending.generation != d.generation:
             # The single step refuses this stored state as unevaluable (step._lock_pending):
             # the caller leaves it to that step, which quarantines it.
             raise _Unevaluable("foreign pending coalesced occurrence")
+        if item.occupant is None:
+            # A backfilled run behind the latest linked occurrence (read only for a schedule
+            # that ever skipped): the single step reads it too (step._step).
+            item.occupant = hooks.revived_occupant(self.cur, d)
         return evaluate_pass(d, self.fences.clock, item.occupant,
                              pending.last if pending else None, spec=item.spec,
                              lifecycle=lambda: hooks.decide_inputs(self.cur, d))

@@ -81,3 +81,18 @@ def count_missed(cur, d: Definition, cause: str, count: int, now: datetime) -> N
                               "cause": cause, "count": count, "now": now})
     if cur.rowcount != 1:
         raise RuntimeError("missed-instant count matched no row under the definition lock")
+
+
+def revived_occupant(cur, d: Definition) -> Any:
+    """The Work id of a backfilled run that holds the slot behind the schedule's latest linked
+    occurrence, or None (docs/schedules.md "Backfill": its Work occupies the slot like any
+    other). Only a backfill that revived a skipped occurrence links an occurrence older than
+    the latest linked one, and a skipped occurrence exists only where ``missed`` counted it
+    (the counts only grow): a schedule that never skipped reads nothing more. Call it when the
+    latest linked occurrence's Work is terminal (or there is none); locks the Work FOR SHARE,
+    like the slot read."""
+    if not d.missed or not any(d.missed.values()):
+        return None
+    row = run_lifecycle(cur, "lock_revived_slot", {"scope_id": d.scope_id,
+                                                   "schedule_id": d.schedule_id}).fetchone()
+    return None if row is None else row[0]

@@ -304,6 +304,8 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
         return ScheduleOutcome(**base, action="suspend", reason=reason, detail=evidence), False
     cutoff = ctx.now()
     occupant = _lock_slot(cur, scope_id, schedule_id)
+    if occupant is None:
+        occupant = hooks.revived_occupant(cur, d)  # a backfilled run behind the latest one
     pending = _lock_pending(cur, scope_id, schedule_id, d.generation)
     buffered = _lock_buffered(cur, d)
     decision = evaluate_pass(d, cutoff, occupant, pending.last if pending else None, spec=spec,

@@ -123,6 +123,10 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         # overlap skip, or the first of a skipped range) never ran: it is not existing, this
         # backfill may run it (that occurrence becomes its own, pending).
         dropped = {t for t, state in backfilled if state == "skipped"}
+        # Every instant a skip dropped (not only a range's first), read before a revive below
+        # shrinks its range: skipped again by this backfill, it is still counted once.
+        skipped_before = hooks.run_lifecycle(cur, "skipped_ranges", {
+            **key, "start": start, "end": end}).fetchall()
         existing = {t for t, _state in backfilled} - dropped
         # An instant the schedule itself ran (or will run: a pending coalesced or buffered
         # occurrence) is covered by that occurrence; running it again would be a second Work.
@@ -136,6 +140,8 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         busy = [r[0] for r in run(cur, "lock_slot", {"scope_id": scope,
                                                      "schedule_id": schedule_id}).fetchall()
                 if r[1] not in TERMINAL_WORK_STATES]
+        if not busy:  # a backfilled run behind the latest linked occurrence holds it too
+            busy = [w for w in (hooks.revived_occupant(cur, d),) if w is not None]
         if new and busy and d.overlap != "allow_all":
             raise TriggerSlotBusy("the schedule's previous Work still runs",
                                   schedule_id=schedule_id, overlap=d.overlap,
@@ -166,7 +172,7 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
         ran = []
         for instant in run_now:
             if instant in dropped:
-                row = _revive(cur, key, spec, d.accepted_at_utc, instant, now)
+                row = _revive(cur, key, spec, d.accepted_at_utc, instant, now, set(instants))
             else:
                 row = run(cur, "insert_occurrence", {
                     **key, "kind": "recovery", "first": instant, "last": instant,
@@ -179,8 +185,8 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
                 **key, "kind": "recovery", "first": instant, "last": instant,
                 "state": "skipped", "now": now, "jitter_us": None})
         # An instant skipped again is still one skipped occurrence: counted once.
-        hooks.count_missed(cur, d, "overlap", len([t for t in skipped if t not in dropped]),
-                           now)
+        hooks.count_missed(cur, d, "overlap", len([
+            t for t in skipped if not any(lo <= t <= hi for lo, hi in skipped_before)]), now)
         _history(cur, scope, schedule_id, d.generation, "backfilled", actor, now,
                  request_id=request_id, start=records.iso(start), end=records.iso(end),
                  ran=[records.iso(t) for t, _ in ran], skipped=[records.iso(t) for t in skipped],
@@ -197,12 +203,14 @@ def backfill(scope: str, schedule_id: str, start: datetime, end: datetime, reque
 
 
 def _revive(cur, key: dict[str, Any], spec, accepted_at: datetime, instant: datetime,
-            now: datetime) -> tuple:
+            now: datetime, backfilled: set[datetime]) -> tuple:
     """Make the skipped recovery occurrence that holds ``instant``'s identity the instant's
     own pending one; returns the row the bridge needs (id and proof). A skipped range keeps
     its other instants recorded as skipped: the rest of it is written again, from its first
     instant that is no recovery occurrence's identity yet (an earlier backfill of one of its
-    instants has its own) -- the skip happened, and ``missed`` already counted it."""
+    instants has its own) and not one of ``backfilled`` (this backfill's instants: it runs,
+    skips or finds each itself, under its own identity) -- the skip happened, and ``missed``
+    already counted it."""
     row = hooks.run_lifecycle(cur, "revive_skipped", {**key, "first": instant,
                                                       "now": now}).fetchone()
     if row is None:  # read under the same definition lock a moment ago: a defect, not a race
@@ -212,7 +220,7 @@ def _revive(cur, key: dict[str, Any], spec, accepted_at: datetime, instant: date
         taken = {r[0] for r in hooks.run_lifecycle(cur, "recovery_firsts", {
             **key, "after": instant, "upto": last}).fetchall()}
         rest = next_instant_after(spec, accepted_at, instant)
-        while rest is not None and rest <= last and rest in taken:
+        while rest is not None and rest <= last and (rest in taken or rest in backfilled):
             rest = next_instant_after(spec, accepted_at, rest)
         if rest is not None and rest <= last:
             run(cur, "insert_occurrence", {

@@ -208,6 +208,8 @@ def trigger(scope: str, schedule_id: str, request_id: str, actor: str = "") -> T
                                          reason=d.suspension_reason)
         slot = run(cur, "lock_slot", key).fetchall()
         busy = [r[0] for r in slot if r[1] not in TERMINAL_WORK_STATES]
+        if not busy:  # a backfilled run behind the latest linked occurrence holds it too
+            busy = [w for w in (hooks.revived_occupant(cur, d),) if w is not None]
         waiting = hooks.buffered_count(cur, d)
         coalesced = hooks.coalesced_count(cur, d)
         if not overlapping.trigger_allowed(d.overlap, occupied=bool(busy), buffered=waiting,

@@ -146,8 +146,11 @@ class WorkTarget:
             if accepted_base is None:
                 raise InvalidArgument("this target has a relative deadline: pass accepted_base")
             base = as_instant(accepted_base, "accepted_base", InvalidArgument)
-            deadline = checked_add(base, timedelta(microseconds=self.deadline_after_us),
-                                   "deadline")
+            # as_duration, not timedelta(): a stored value past the timedelta range (a row
+            # written by hand) is a typed refusal (DS215) the processor quarantines, not an
+            # OverflowError that would end its whole pass.
+            after = as_duration(self.deadline_after_us, "deadline_after", InvalidArgument)
+            deadline = checked_add(base, after, "deadline")
         return WorkRequest(
             command_id=command_id,
             idempotency_key=idempotency_key,

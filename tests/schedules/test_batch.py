@@ -261,10 +261,11 @@ def test_batch__the_statements_of_a_pass_do_not_grow_with_the_number_of_schedule
     assert (small[1], large[1]) == (5, 65)
     assert small[0] == large[0]
     # The claim (role, claim), then one batch (scope; fences; definitions, dispatch rows, slots
-    # and pending coalesced in one locking read; occurrences with their Work, the closing
-    # write): 7; inside the test's transaction each of the two durable blocks adds SAVEPOINT,
-    # RELEASE and a role check and restore (8 more).
-    assert large[0] == 15
+    # and pending coalesced in one locking read; the free slots read again after the locks are
+    # held, so a run-now or backfill Work committed while the read waited is seen; occurrences
+    # with their Work, the closing write): 8; inside the test's transaction each of the two
+    # durable blocks adds SAVEPOINT, RELEASE and a role check and restore (8 more).
+    assert large[0] == 16
 
 
 # ------------------------------------------------------------------ failure isolation

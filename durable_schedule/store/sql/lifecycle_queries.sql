@@ -38,6 +38,51 @@ SELECT count(*)
    AND kind IN ('nominal', 'recovery', 'coalesced')
    AND (work_id IS NOT NULL OR state = 'pending')
 
+-- name: lock revived slot -- the oldest unfinished Work of the schedule's linked occurrences that
+-- was accepted after the Work of its latest linked occurrence, FOR SHARE. The slot ("lock slot",
+-- schedule_queries.sql) is the Work of the latest linked occurrence, because occurrences are
+-- linked in the order they are written -- except when a backfill runs an instant a skip dropped:
+-- it links that older, skipped occurrence ("revive skipped" below), so its Work can hold the
+-- slot behind a later occurrence whose Work has ended. A Work accepted before the latest one
+-- (an allow_all run still going after a switch of policy) is not such a run and, as documented
+-- (docs/schedules.md "Overlap"), does not hold the slot. Read from the Work side
+-- (durable_work_state: the scope's unfinished Work), never a schedule's whole history.
+SELECT w.work_id, w.state
+  FROM durable_work w
+  JOIN durable_schedule_occurrence o ON o.scope_id = w.scope_id AND o.id = w.source_occurrence_id
+ WHERE w.scope_id = %(scope_id)s AND w.state IN ('pending', 'running', 'suspended')
+   AND o.schedule_id = %(schedule_id)s AND o.work_id = w.work_id
+   AND w.id > COALESCE((
+        SELECT lw.id
+          FROM (SELECT x.scope_id, x.work_id FROM durable_schedule_occurrence x
+                 WHERE x.scope_id = %(scope_id)s AND x.schedule_id = %(schedule_id)s
+                   AND x.work_id IS NOT NULL
+                 ORDER BY x.id DESC
+                 LIMIT 1) l
+          JOIN durable_work lw ON lw.scope_id = l.scope_id AND lw.work_id = l.work_id), 0)
+ ORDER BY w.id
+ LIMIT 1
+   FOR SHARE OF w
+
+-- name: relock batch slots -- the batched pass's slot read again, for the schedules whose slot
+-- its locking read ("lock batch", schedule_batch_queries.sql) found free: the Work of each
+-- one's latest linked occurrence, FOR SHARE. That read is one statement, so when it waited for a
+-- definition lock (a trigger or a backfill committing Work for the schedule) its occurrence
+-- subquery still saw the snapshot from before the wait, without that Work. This statement runs
+-- after the definition locks are held, so its snapshot has every such Work (docs/reliability.md
+-- "Batches").
+SELECT c.schedule_id, w.work_id, w.state
+  FROM unnest(%(schedule_ids)s::text[]) AS c(schedule_id)
+  JOIN LATERAL (
+        SELECT o.scope_id, o.work_id FROM durable_schedule_occurrence o
+         WHERE o.scope_id = %(scope_id)s AND o.schedule_id = c.schedule_id
+           AND o.work_id IS NOT NULL
+         ORDER BY o.id DESC
+         LIMIT 1) o ON true
+  JOIN durable_work w ON w.scope_id = o.scope_id AND w.work_id = o.work_id
+ ORDER BY c.schedule_id
+   FOR SHARE OF w
+
 -- name: count buffered -- buffer_all: the buffered occurrences of the active generation that
 -- wait to run (trigger and backfill refuse to run beside them; status shows the count).
 SELECT count(*)
@@ -95,6 +140,15 @@ SELECT first_nominal_utc, state
    AND generation = %(generation)s AND kind = 'recovery'
    AND (first_nominal_utc = last_nominal_utc OR state = 'skipped')
    AND first_nominal_utc BETWEEN %(start)s AND %(end)s
+
+-- name: skipped ranges -- the generation's skipped ranges (misfire or overlap skip) that overlap
+-- a backfill of [start, end]: an instant in one that the backfill skips again was counted in
+-- missed when it was first skipped, and is not counted a second time.
+SELECT first_nominal_utc, last_nominal_utc
+  FROM durable_schedule_occurrence
+ WHERE scope_id = %(scope_id)s AND schedule_id = %(schedule_id)s
+   AND generation = %(generation)s AND kind = 'recovery' AND state = 'skipped'
+   AND first_nominal_utc <= %(end)s AND last_nominal_utc >= %(start)s
 
 -- name: revive skipped -- a backfill runs an instant whose recovery identity a skipped
 -- occurrence holds (overlap or misfire skip: it never ran). That occurrence becomes the
