@@ -161,8 +161,10 @@ UPDATE durable_schedule_dispatch
    AND lease_owner = %(lease_owner)s AND dispatch_revision = %(dispatch_revision)s
 
 -- name: lock slot -- the Work of the schedule's latest linked occurrence, FOR SHARE.
--- The processor links a new occurrence only while the slot is free, so only the latest linked
--- occurrence can hold a nonterminal Work (docs/protocol/schedules.md rule S4). FOR SHARE makes a concurrent terminal
+-- The processor links a new occurrence only while the slot is free, so among the occurrences
+-- it links only the latest can hold a nonterminal Work (docs/protocol/schedules.md rule S4); a
+-- backfill that revives an older skipped occurrence links it later, and its Work is read
+-- beside this one ("lock revived slot", lifecycle_queries.sql). FOR SHARE makes a concurrent terminal
 -- transition of that Work wait for this pass (or this pass wait for it), so the requeue trigger
 -- and this pass never both miss a pending coalesced occurrence.
 SELECT w.work_id, w.state, o.id
