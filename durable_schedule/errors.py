@@ -548,6 +548,18 @@ class ExecutorReturnedAwaitable(WorkError):
     )
 
 
+# DS285-DS289: executors and the worker's own connections (docs/work.md "Execution").
+class TransactionLeftOpen(WorkError):
+    code = "DS285"
+    next_action = (
+        "The executor or reconciler returned with a transaction still open on its thread's "
+        "connection (`transaction.set_autocommit(False)` not turned back on, an `atomic()` "
+        "entered and never left): the runtime rolled it back, so what it wrote there was not "
+        "committed, and the attempt failed (a reconciler's answer is Unknown). Commit your "
+        "own work inside `with transaction.atomic():` (docs/work.md \"Execution\")."
+    )
+
+
 # ---------------------------------------------------------------- DS3xx security
 class SecurityError(DurableError):
     code = "DS300"

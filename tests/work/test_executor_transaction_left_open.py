@@ -1,0 +1,87 @@
+"""An executor (or reconciler) that leaves a transaction open on its thread's connection --
+``transaction.set_autocommit(False)`` never turned back on, an ``atomic()`` entered and never
+left -- must not swallow the worker's own transactions: with ``concurrency=1`` the executor runs
+on the pipeline's connection, so the group commit of the batch's outcomes ran *inside* the
+executor's transaction and was never committed (the pass reported ``succeeded=2`` while both
+rows stayed ``running``, their permits unresolved). The runtime rolls the left-open transaction
+back (it never commits what the executor did not commit), restores the connection, and fails
+the attempt with DS285 (the retry policy decides)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection, transaction
+
+from durable_schedule.work.concurrency import shutdown_pool
+from tests.work.conftest import permits, rows, run_pass, work_row
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def side_table():
+    with connection.cursor() as cur:
+        cur.execute("create table if not exists rvexec_side (work_id text)")
+        cur.execute("grant all on rvexec_side to public")
+    yield
+    with connection.cursor() as cur:
+        cur.execute("drop table if exists rvexec_side")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_pool():
+    yield
+    shutdown_pool()
+
+
+def _discard(conn) -> None:
+    """Forget a connection's left-open transaction (the test's own clean-up)."""
+    conn.atomic_blocks.clear()
+    conn.savepoint_ids.clear()
+    conn.in_atomic_block = False
+    conn.needs_rollback = False
+    conn.close()
+
+
+def _write_side(ctx) -> None:
+    with connection.cursor() as cur:
+        cur.execute("insert into rvexec_side values (%s)", [str(ctx.work_id)])
+
+
+def _leave_autocommit_off(ctx, payload):
+    transaction.set_autocommit(False)
+    _write_side(ctx)
+    return {"ok": 1}
+
+
+def _leave_atomic_open(ctx, payload):
+    transaction.atomic().__enter__()
+    _write_side(ctx)
+    return {"ok": 1}
+
+
+def _accept(d, key: str):
+    return d.enqueue(scope="tenant-a", command="c", idempotency_key=key, payload={}).work_id
+
+
+@pytest.mark.parametrize("executor", [_leave_autocommit_off, _leave_atomic_open])
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_left_open_transaction__rolled_back_and_the_attempt_fails_ds285(
+        committed_clock, define, side_table, executor, concurrency):
+    d = define(f"test.left_open_{executor.__name__}_{concurrency}")
+    d.executor(executor)
+    ids = [_accept(d, "a"), _accept(d, "b")]
+    try:
+        counts = run_pass(concurrency=concurrency)
+    finally:
+        left_open = (not connection.get_autocommit(), connection.in_atomic_block)
+        if any(left_open):  # do not leak the failure into the next test
+            _discard(connection)
+    assert left_open == (False, False)
+    assert (counts.succeeded, counts.retried) == (0, 2)
+    for work_id in ids:
+        # What the pass reported is what committed.
+        assert work_row(work_id, "state", "last_error->>'code'") == ("pending", "DS285")
+        assert permits(work_id) == [(1, 1, "failed", "executor")]
+    # What the executor wrote in the transaction it never committed was rolled back.
+    assert rows("select work_id from rvexec_side") == []
