@@ -9,11 +9,18 @@ the attempt with DS285 (the retry policy decides)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection, transaction
 
+from durable_schedule import work
 from durable_schedule.work.concurrency import shutdown_pool
-from tests.work.conftest import permits, rows, run_pass, work_row
+from tests.work.conftest import MIN, Crash, permits, rows, run_pass, work_row
+
+RETRY = work.RetryPolicy(maximum_attempts=3, maximum_elapsed=timedelta(hours=1),
+                         initial_retry_delay=5 * MIN, maximum_retry_delay=timedelta(hours=1))
+PLAN = work.AttemptPlan("attempt-plan-v1", (timedelta(0), 5 * MIN, 20 * MIN), 30 * MIN)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -84,4 +91,42 @@ def test_left_open_transaction__rolled_back_and_the_attempt_fails_ds285(
         assert work_row(work_id, "state", "last_error->>'code'") == ("pending", "DS285")
         assert permits(work_id) == [(1, 1, "failed", "executor")]
     # What the executor wrote in the transaction it never committed was rolled back.
+    assert rows("select work_id from rvexec_side") == []
+
+
+def test_left_open_transaction__a_reconcilers_answer_is_unknown(committed_clock, define,
+                                                                side_table):
+    """A reconciler that leaves a transaction open cannot vouch for anything: Unknown, the
+    Work suspended for an operator -- committed, not lost in its transaction."""
+    d = define("test.left_open_reconciler", safety=work.ProviderSafety.RECONCILE_BEFORE_RETRY,
+               policy=work.ExecutionPolicy.for_attempt_plan(RETRY, PLAN))
+    crash = [True]
+
+    @d.executor
+    def execute(ctx, payload):
+        if crash.pop():
+            raise Crash
+        return {"ran": ctx.attempt}
+
+    @d.reconciler
+    def reconcile(ctx, payload):
+        transaction.set_autocommit(False)
+        _write_side(ctx)
+        return work.NotApplied()
+
+    work_id = _accept(d, "a")
+    with pytest.raises(Crash):
+        run_pass()
+    committed_clock.advance(5 * MIN)
+    try:
+        counts = run_pass()
+    finally:
+        left_open = not connection.get_autocommit()
+        if left_open:
+            _discard(connection)
+    assert not left_open
+    assert (counts.reconciled, counts.suspended, counts.admitted) == (1, 1, 0)
+    assert work_row(work_id, "state", "suspension_reason") == (
+        "suspended", "reconciliation_unknown")
+    assert permits(work_id) == [(1, 1, None, None)]
     assert rows("select work_id from rvexec_side") == []
