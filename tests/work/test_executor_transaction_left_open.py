@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 
 from durable_schedule import work
 from durable_schedule.work.concurrency import shutdown_pool
@@ -48,6 +48,13 @@ def _discard(conn) -> None:
     conn.in_atomic_block = False
     conn.needs_rollback = False
     conn.close()
+
+
+def _discard_all() -> None:
+    """In the async executors' ORM thread: forget what the test may have left open there."""
+    for conn in connections.all(initialized_only=True):
+        if conn.in_atomic_block or (conn.connection is not None and not conn.autocommit):
+            _discard(conn)
 
 
 def _write_side(ctx) -> None:
@@ -130,3 +137,38 @@ def test_left_open_transaction__a_reconcilers_answer_is_unknown(committed_clock,
         "suspended", "reconciliation_unknown")
     assert permits(work_id) == [(1, 1, None, None)]
     assert rows("select work_id from rvexec_side") == []
+
+
+def test_left_open_transaction__by_an_async_executor_does_not_swallow_the_next_ones_writes(
+        committed_clock, define, side_table):
+    """The ORM calls of ``async def`` executors run on one shared thread (``sync_to_async``):
+    a transaction one of them leaves open there would hold every later one's writes, never
+    committed. It is rolled back when that executor returns, which fails with DS285."""
+    from asgiref.sync import SyncToAsync, sync_to_async
+
+    d = define("test.left_open_async")
+    calls = []
+
+    def leave_open(ctx) -> None:
+        transaction.set_autocommit(False)
+        _write_side(ctx)
+
+    @d.executor
+    async def run(ctx, payload):
+        calls.append(ctx.work_id)
+        await sync_to_async(leave_open if len(calls) == 1 else _write_side)(ctx)
+        return {"ok": 1}
+
+    ids = [_accept(d, "a"), _accept(d, "b")]
+    try:
+        counts = run_pass()
+    finally:
+        SyncToAsync.single_thread_executor.submit(
+            lambda: _discard_all() or connections.close_all()).result(timeout=30)
+    assert (counts.succeeded, counts.retried) == (1, 1)
+    first, second = calls
+    assert work_row(first, "state", "last_error->>'code'") == ("pending", "DS285")
+    assert work_row(second, "state") == ("succeeded",)
+    assert sorted(calls) == sorted(ids)
+    # The second executor's own write committed; the first one's was rolled back.
+    assert rows("select work_id from rvexec_side") == [(str(second),)]
