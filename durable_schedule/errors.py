@@ -560,6 +560,16 @@ class TransactionLeftOpen(WorkError):
     )
 
 
+class PassInsideTransaction(WorkError):
+    code = "DS286"
+    next_action = (
+        "A Work pass runs its own transactions (each permit commits before its executor runs, "
+        "each outcome before the next claim): call process_work_pass outside "
+        "transaction.atomic() and with autocommit on -- not from a view under ATOMIC_REQUESTS "
+        "nor inside a task's transaction. Nothing was claimed (docs/work.md \"Execution\")."
+    )
+
+
 # ---------------------------------------------------------------- DS3xx security
 class SecurityError(DurableError):
     code = "DS300"

@@ -34,7 +34,7 @@ from durable_schedule.barriers import (
     WORK_PERMIT_AFTER_COMMIT,
     barrier,
 )
-from durable_schedule.errors import InvalidArgument, InvalidConcurrency
+from durable_schedule.errors import InvalidArgument, InvalidConcurrency, PassInsideTransaction
 from durable_schedule.observability.metrics import instrumented_pass
 from durable_schedule.runner import committed
 from durable_schedule.runner.retry import run_with_retry
@@ -190,6 +190,7 @@ def _run_pass(tally: Counter, *, max_items: int = 100, lease_owner: str | None =
                    validate_using(conf.database_alias() if using is None or using == ""
                                   else using),  # 0 and False are no alias
                    None if queues is None else validate_queues(queues))
+    refuse_inside_transaction(opts.using)
     sizer = sizer_for(opts.using, opts.queues, budget)
     if concurrency == 1:
         _run_sequential(opts, seconds, max_items, batch, stop, tally, sizer)
@@ -197,6 +198,22 @@ def _run_pass(tally: Counter, *, max_items: int = 100, lease_owner: str | None =
         from durable_schedule.work.concurrency import run_concurrent
 
         run_concurrent(opts, seconds, max_items, batch, stop, tally, concurrency, sizer)
+
+
+def refuse_inside_transaction(using: str) -> None:
+    """The pass commits its own transactions (permits before invocations, outcomes before the
+    next claim): inside the caller's atomic block Django refused with a bare RuntimeError, and
+    with autocommit off every commit would have joined the caller's transaction, acknowledged
+    only in memory. A test case's own wrapping transaction (Django's TestCase) is allowed, as
+    Django's durable blocks allow it."""
+    conn = connections[using]
+    blocks = conn.atomic_blocks
+    if blocks and not all(getattr(b, "_from_testcase", False) for b in blocks):
+        raise PassInsideTransaction("process_work_pass was called inside transaction.atomic()",
+                                    using=using)
+    if not blocks and conn.connection is not None and not conn.get_autocommit():
+        raise PassInsideTransaction("process_work_pass was called with autocommit off",
+                                    using=using)
 
 
 def stopping(stop) -> bool:
