@@ -147,6 +147,21 @@ class WorkContext:
             self.cancelled.set()
         return expires
 
+    async def arenew(self) -> datetime:
+        """:meth:`renew` for an ``async def`` executor or reconciler (same caps, same
+        LeaseLost): ``renew()`` is a synchronous database call, which Django refuses on the
+        event loop. Runs on a thread of asgiref's pool whose connection is closed after, so
+        the renewal never waits behind the executors' ORM thread."""
+        from asgiref.sync import sync_to_async
+
+        return await sync_to_async(self._renew_and_close, thread_sensitive=False)()
+
+    def _renew_and_close(self) -> datetime:
+        try:
+            return self.renew()
+        finally:
+            connections.close_all()  # this pool thread serves no one else's connection
+
     def __repr__(self) -> str:
         return (f"<WorkContext {self.work_name} {self.work_version} {self.work_id} "
                 f"attempt={self.attempt} permit={self.permit_no}>")
