@@ -235,8 +235,10 @@ def _run_sequential(opts: Options, seconds: float, max_items: int, batch: int, s
             break
         results = []
         admitted = admission.admitted
+        invoking = False  # the attempt at len(results) was handed to invoke()
         try:
             for action, origin in admitted:
+                invoking = False
                 if stopping(stop):
                     results.append((action, AttemptOutcome("handed_back")))
                     continue
@@ -245,6 +247,7 @@ def _run_sequential(opts: Options, seconds: float, max_items: int, batch: int, s
                 # past its lease end or deadline is not started (not_invoked), as in
                 # concurrency.py.
                 started = clock.monotonic()
+                invoking = True
                 outcome = invoke(action, opts, origin)
                 record_duration(sizer, action, outcome, clock.monotonic() - started)
                 barrier(WORK_EFFECT_BEFORE_OUTCOME)
@@ -254,9 +257,11 @@ def _run_sequential(opts: Options, seconds: float, max_items: int, batch: int, s
             # stops and the interrupted attempt records nothing (recovered after its lease, as
             # a crash). The attempts of this batch that finished keep their outcomes and the
             # ones not started are handed back, committed before the interrupt leaves the pass.
-            interrupted_at = len(results)
+            # An interrupt before the attempt reached invoke() (in the stop check, say) left
+            # it unstarted: handed back with the rest, not left to lapse as a crash.
+            interrupted_at = len(results) + (1 if invoking else 0)
             results.extend((a, AttemptOutcome("handed_back"))
-                           for a, _ in admitted[interrupted_at + 1:])
+                           for a, _ in admitted[interrupted_at:])
             halt_batch(results, admission.deferred, opts, tally)
             raise
         commit_outcomes(results, opts, tally)
