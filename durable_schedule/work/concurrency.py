@@ -171,12 +171,14 @@ def _run_on(pool: _Pool, opts: Options, seconds: float, max_items: int, batch: i
             halted.set()
 
     def run_sync(action, origin) -> None:
+        invoking = False
         try:
             if halted.is_set() or stopping(stop):
                 outcome = AttemptOutcome("handed_back")
             else:
                 barrier(WORK_PERMIT_AFTER_COMMIT)
                 started = clock.monotonic()
+                invoking = True
                 outcome = invoke(action, opts, origin)
                 if outcome.kind == "failed":
                     drop_broken_connections()  # a dead connection fails this attempt only
@@ -185,7 +187,9 @@ def _run_on(pool: _Pool, opts: Options, seconds: float, max_items: int, batch: i
             done.put(("outcome", action, outcome))
         except BaseException as exc:  # noqa: BLE001 -- reported to the pipeline, re-raised
             halt_on_interrupt(exc)
-            done.put(("error", action, exc))
+            # Raised before the executor was called (the stop check, say): not started, so
+            # handed back, not left to lapse as a crash.
+            done.put(("error" if invoking else "unstarted", action, exc))
 
     def run_item(claim) -> None:
         local: Counter = Counter()
@@ -298,6 +302,10 @@ def _collect(done: queue.SimpleQueue, pending: list, tally: Counter, failure_box
             pending.append((action, value))
         elif kind == "item":
             tally.update(value)
+        elif kind == "unstarted":
+            pending.append((action, AttemptOutcome("handed_back")))
+            if failure_box[0] is None:
+                failure_box[0] = value
         elif failure_box[0] is None:
             failure_box[0] = value
     return len(arrived)

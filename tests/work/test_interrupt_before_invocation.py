@@ -7,6 +7,8 @@ attempt it never ran. Not started, it is handed back like the rest of the batch 
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from tests.work.conftest import permits, run_pass, work_row
@@ -14,22 +16,26 @@ from tests.work.conftest import permits, run_pass, work_row
 pytestmark = pytest.mark.django_db
 
 
-def test_interrupt_before_the_first_invocation__the_attempt_is_handed_back(clock, define):
-    d = define("t.interrupt_before_invocation")
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_interrupt_before_the_first_invocation__the_attempt_is_handed_back(
+        clock, define, concurrency):
+    d = define(f"t.interrupt_before_invocation_{concurrency}")
     ran = []
     d.executor(lambda ctx, payload: ran.append(payload["k"]))
     ids = [d.enqueue(scope="tenant-a", command="c", idempotency_key=k, payload={"k": k}).work_id
            for k in ("a", "b", "c")]
     checks = []
+    lock = threading.Lock()
 
     def stop() -> bool:
-        checks.append(1)
-        if len(checks) == 2:  # the check before the first invocation (the first: the claim)
-            raise KeyboardInterrupt
+        with lock:
+            checks.append(1)
+            if len(checks) >= 2:  # the checks before the invocations (the first: the claim)
+                raise KeyboardInterrupt
         return False
 
     with pytest.raises(KeyboardInterrupt):
-        run_pass(batch=3, stop=stop)
+        run_pass(batch=3, stop=stop, concurrency=concurrency)
     assert ran == []
     for work_id in ids:
         assert work_row(work_id, "state") == ("pending",)
