@@ -283,10 +283,14 @@ def _the_starter() -> _Starter:
 
 
 def run_guarded(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload: Any,
-                *, heartbeat: bool, cadence_seconds: float, using: str) -> Any:
+                *, heartbeat: bool, cadence_seconds: float, using: str,
+                held: list[int] | None = None) -> Any:
     """Run ``fn(ctx, payload)`` under a watchdog (started lazily, see the module docstring);
-    exceptions propagate to the caller. The watchdog, if it started, is stopped and joined.
-    An ``async def`` ``fn`` runs on the process's event loop (:mod:`.aio`); this call waits."""
+    exceptions propagate to the caller. The watchdog, if it started, is stopped and joined --
+    unless ``held`` is a list: then the watch is appended to it and keeps the lease renewed
+    until the caller passes it to :func:`unwatch_all` (a sequential batch, until the group
+    commit). An ``async def`` ``fn`` runs on the process's event loop (:mod:`.aio`); this
+    call waits."""
     if aio.is_async(fn):
         return start_async(fn, ctx, payload, heartbeat=heartbeat,
                            cadence_seconds=cadence_seconds, using=using).result()
@@ -301,13 +305,24 @@ def run_guarded(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload
         roll_back_left_open(before)  # the executor's own error is the one to report
         raise
     finally:
-        starter.unwatch(key)
+        if held is None:
+            starter.unwatch(key)
+        else:
+            held.append(key)
     left = roll_back_left_open(before)
     if left:
         raise TransactionLeftOpen(
             "the executor returned with a transaction open on its connection; it was rolled "
             "back", aliases=left)
     return result
+
+
+def unwatch_all(held: list[int]) -> None:
+    """Stop the watches :func:`run_guarded` kept in ``held`` (their outcomes are committed, or
+    will not be) and empty it."""
+    starter = _the_starter()
+    while held:
+        starter.unwatch(held.pop())
 
 
 def start_async(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload: Any, *,

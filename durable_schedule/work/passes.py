@@ -39,6 +39,7 @@ from durable_schedule.observability.metrics import instrumented_pass
 from durable_schedule.runner import committed
 from durable_schedule.runner.retry import run_with_retry
 from durable_schedule.work import clock
+from durable_schedule.work.executor import unwatch_all
 from durable_schedule.work.outcome import AttemptOutcome, record_attempt_outcome
 from durable_schedule.work.pipeline import admit_batch, record_outcomes
 from durable_schedule.work.queues import validate_queues
@@ -236,6 +237,10 @@ def _run_sequential(opts: Options, seconds: float, max_items: int, batch: int, s
         results = []
         admitted = admission.admitted
         invoking = False  # the attempt at len(results) was handed to invoke()
+        # The watches of the finished attempts: their leases stay renewed until the group
+        # commit starts, so a slow attempt after them cannot let them lapse (and be taken over
+        # and run again by another worker) while their outcomes wait in memory.
+        held: list[int] = []
         try:
             for action, origin in admitted:
                 invoking = False
@@ -248,7 +253,7 @@ def _run_sequential(opts: Options, seconds: float, max_items: int, batch: int, s
                 # concurrency.py.
                 started = clock.monotonic()
                 invoking = True
-                outcome = invoke(action, opts, origin)
+                outcome = invoke(action, opts, origin, held)
                 record_duration(sizer, action, outcome, clock.monotonic() - started)
                 barrier(WORK_EFFECT_BEFORE_OUTCOME)
                 results.append((action, outcome))
@@ -262,8 +267,12 @@ def _run_sequential(opts: Options, seconds: float, max_items: int, batch: int, s
             interrupted_at = len(results) + (1 if invoking else 0)
             results.extend((a, AttemptOutcome("handed_back"))
                            for a, _ in admitted[interrupted_at:])
+            unwatch_all(held)
             halt_batch(results, admission.deferred, opts, tally)
             raise
+        # Stopped (and joined) before the commit: a renewal holding a row's lock while the
+        # group commit locks it would make the commit pass that row by.
+        unwatch_all(held)
         commit_outcomes(results, opts, tally)
         run_deferred(admission.deferred, opts, stop, tally)
         processed += len(admission.claims)
