@@ -293,7 +293,7 @@ def run_guarded(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload
     call waits."""
     if aio.is_async(fn):
         return start_async(fn, ctx, payload, heartbeat=heartbeat,
-                           cadence_seconds=cadence_seconds, using=using).result()
+                           cadence_seconds=cadence_seconds, using=using, held=held).result()
     starter = _the_starter()
     key = starter.watch(ctx, cadence_seconds if heartbeat else None, using)
     before = open_transactions()
@@ -327,7 +327,7 @@ def unwatch_all(held: list[int]) -> None:
 
 def start_async(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload: Any, *,
                 heartbeat: bool, cadence_seconds: float, using: str,
-                gate: aio.Gate | None = None) -> Future:
+                gate: aio.Gate | None = None, held: list[int] | None = None) -> Future:
     """Start an ``async def`` executor on the event loop under a watchdog; returns its future
     (OverBudget when the budget ran out before it could start). The watchdog is told to stop
     when the future settles (not joined: the loop thread must not wait for a renewal)."""
@@ -339,5 +339,8 @@ def start_async(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload
         refused.set_exception(OverBudget(repr(ctx)))
         return refused
     future = aio.submit(fn, ctx, payload, gate)
-    future.add_done_callback(lambda _f: starter.unwatch(key, wait=False))
+    if held is None:
+        future.add_done_callback(lambda _f: starter.unwatch(key, wait=False))
+    else:  # kept renewed until the caller's commit (run_guarded)
+        held.append(key)
     return future
