@@ -52,7 +52,7 @@ def test_a_pass_of_another_size_does_not_take_the_pool_from_a_running_pass(
 
     def second_pass() -> None:
         try:
-            run_pass(concurrency=3, max_items=1)
+            box.append(run_pass(concurrency=3, max_items=1))
         finally:
             connections.close_all()
 
@@ -68,6 +68,7 @@ def test_a_pass_of_another_size_does_not_take_the_pool_from_a_running_pass(
     runner.join(HANG_BOUND_SECONDS)
     assert not runner.is_alive(), "the first pass waited for ever"
     assert not replaced.is_alive()
-    assert box and box[0].succeeded == 8, box
+    # Either pass may have run the second definition's item: every item ran once.
+    assert len(box) == 2 and sum(c.succeeded for c in box) == 9, box
     assert all(work_row(i, "state") == ("succeeded",) for i in ids)
     assert work_row(other, "state") == ("succeeded",)
