@@ -559,6 +559,28 @@ class ExecutorReturnedAwaitable(WorkError):
     )
 
 
+# DS285-DS289: executors and the worker's own connections (docs/work.md "Execution").
+class TransactionLeftOpen(WorkError):
+    code = "DS285"
+    next_action = (
+        "The executor or reconciler returned with a transaction still open on its thread's "
+        "connection (`transaction.set_autocommit(False)` not turned back on, an `atomic()` "
+        "entered and never left): the runtime rolled it back, so what it wrote there was not "
+        "committed, and the attempt failed (a reconciler's answer is Unknown). Commit your "
+        "own work inside `with transaction.atomic():` (docs/work.md \"Execution\")."
+    )
+
+
+class PassInsideTransaction(WorkError):
+    code = "DS286"
+    next_action = (
+        "A Work pass runs its own transactions (each permit commits before its executor runs, "
+        "each outcome before the next claim): call process_work_pass outside "
+        "transaction.atomic() and with autocommit on -- not from a view under ATOMIC_REQUESTS "
+        "nor inside a task's transaction. Nothing was claimed (docs/work.md \"Execution\")."
+    )
+
+
 # ---------------------------------------------------------------- DS3xx security
 class SecurityError(DurableError):
     code = "DS300"

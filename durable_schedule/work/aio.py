@@ -27,7 +27,7 @@ from collections.abc import Callable
 from types import FunctionType
 from typing import Any
 
-from durable_schedule.errors import AttemptCancelled
+from durable_schedule.errors import AttemptCancelled, TransactionLeftOpen
 from durable_schedule.work.broken_connections import (
     check_sync_connections_before_job,
     drop_broken_sync_connections,
@@ -171,13 +171,13 @@ async def _supervise(fn: Callable[..., Any], ctx, payload: Any, gate: Gate | Non
     try:
         if gate is None:
             await check_sync_connections_before_job()
-            return await _run(fn, ctx, payload)
+            return await _run_closing(fn, ctx, payload)
         async with gate.semaphore():
             if gate.closed():
                 raise NotStarted(repr(ctx))
             await check_sync_connections_before_job()
             try:
-                return await _run(fn, ctx, payload)
+                return await _run_closing(fn, ctx, payload)
             except EscapedInterrupt:
                 # Close the gate while this attempt still holds its slot: its future settles
                 # (and tells the pass) only later, after a waiting attempt woken by the
@@ -190,6 +190,40 @@ async def _supervise(fn: Callable[..., Any], ctx, payload: Any, gate: Gate | Non
         # A dead connection shows as the executor's error: only this attempt fails on it.
         await drop_broken_sync_connections()
         raise
+
+
+async def _run_closing(fn: Callable[..., Any], ctx, payload: Any) -> Any:
+    """``_run``, then roll back a transaction left open in the thread the async executors'
+    ORM calls share (DS285, docs/work.md "Execution"): left there, it would hold every later
+    async executor's writes, never committed. An executor that returned fails with DS285; one
+    that raised keeps its own error. Async executors that overlap share that thread: the one
+    that finishes while another's transaction is open there fails for it."""
+    try:
+        result = await _run(fn, ctx, payload)
+    except (OverBudget, AttemptCancelled, Abandoned, EscapedInterrupt):
+        # Not run, or cancelled: a sync call it started may still run on that thread, and
+        # the hop would wait for it, past the bounded grace (the next job's check finds it).
+        raise
+    except BaseException:
+        await _roll_back_sync_left_open()
+        raise
+    left = await _roll_back_sync_left_open()
+    if left:
+        raise TransactionLeftOpen(
+            "the async executor returned with a transaction open on the connection of its "
+            "ORM thread (sync_to_async); it was rolled back", aliases=left)
+    return result
+
+
+async def _roll_back_sync_left_open() -> list[str]:
+    from asgiref.sync import sync_to_async
+
+    from durable_schedule.work.left_open import roll_back_any_left_open
+
+    try:
+        return await sync_to_async(roll_back_any_left_open, thread_sensitive=True)()
+    except Exception:  # noqa: BLE001 -- best effort; the rollback itself logs what failed
+        return []
 
 
 async def _run(fn: Callable[..., Any], ctx, payload: Any) -> Any:

@@ -20,7 +20,8 @@ One shared claim/outcome pipeline in the calling thread, N execution slots:
   attempt a pool thread had not started yet is handed back.
 
 The pool threads live as long as the process (a ``--loop`` runner reuses them pass after pass,
-so their connections are not reopened per pass); a pool of another size replaces it.
+so their connections are not reopened per pass); a pool of another size replaces it once
+no pass runs on it any more.
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ class _Pool:
 
     def __init__(self, size: int) -> None:
         self.size = size
+        #: Passes running on this pool now (guarded by ``_pool_lock``).
+        self.users = 0
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()
         self.threads = [threading.Thread(target=self._serve, name=f"durable-work-slot-{i}",
                                          daemon=True) for i in range(size)]
@@ -104,15 +107,32 @@ _pool_lock = threading.Lock()
 
 
 def _the_pool(size: int) -> _Pool:
+    """The process's pool of ``size`` threads, taken by one pass until :func:`_give_back`.
+    A pool of another size is replaced, but retired only once no pass uses it: shut down
+    under a running pass (an in-process caller beside the runner with another
+    ``concurrency``), that pass's next jobs would wait for ever in a queue no thread serves."""
     global _pool
+    retired = None
     with _pool_lock:
-        if _pool is not None and _pool.size != size:
-            _pool.shutdown()
-            _pool = None
         alive = _pool is not None and all(t.is_alive() for t in _pool.threads)
-        if not alive:
+        if not alive or _pool.size != size:
+            if _pool is not None and _pool.users == 0:
+                retired = _pool
             _pool = _Pool(size)
-        return _pool
+        _pool.users += 1
+        taken = _pool
+    if retired is not None:
+        retired.shutdown()
+    return taken
+
+
+def _give_back(pool: _Pool) -> None:
+    """A pass is done with ``pool``: a replaced pool is shut down once its last pass left."""
+    with _pool_lock:
+        pool.users -= 1
+        retire = pool is not _pool and pool.users == 0
+    if retire:
+        pool.shutdown()
 
 
 def shutdown_pool() -> None:
@@ -127,6 +147,14 @@ def shutdown_pool() -> None:
 def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, stop,
                    tally: Counter, concurrency: int, sizer: ClaimSizer) -> None:
     pool = _the_pool(concurrency)
+    try:
+        _run_on(pool, opts, seconds, max_items, batch, stop, tally, concurrency, sizer)
+    finally:
+        _give_back(pool)
+
+
+def _run_on(pool: _Pool, opts: Options, seconds: float, max_items: int, batch: int, stop,
+            tally: Counter, concurrency: int, sizer: ClaimSizer) -> None:
     done: queue.SimpleQueue = queue.SimpleQueue()
     in_flight = 0
     processed = 0
@@ -143,12 +171,14 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
             halted.set()
 
     def run_sync(action, origin) -> None:
+        invoking = False
         try:
             if halted.is_set() or stopping(stop):
                 outcome = AttemptOutcome("handed_back")
             else:
                 barrier(WORK_PERMIT_AFTER_COMMIT)
                 started = clock.monotonic()
+                invoking = True
                 outcome = invoke(action, opts, origin)
                 if outcome.kind == "failed":
                     drop_broken_connections()  # a dead connection fails this attempt only
@@ -157,7 +187,9 @@ def run_concurrent(opts: Options, seconds: float, max_items: int, batch: int, st
             done.put(("outcome", action, outcome))
         except BaseException as exc:  # noqa: BLE001 -- reported to the pipeline, re-raised
             halt_on_interrupt(exc)
-            done.put(("error", action, exc))
+            # Raised before the executor was called (the stop check, say): not started, so
+            # handed back, not left to lapse as a crash.
+            done.put(("error" if invoking else "unstarted", action, exc))
 
     def run_item(claim) -> None:
         local: Counter = Counter()
@@ -270,6 +302,10 @@ def _collect(done: queue.SimpleQueue, pending: list, tally: Counter, failure_box
             pending.append((action, value))
         elif kind == "item":
             tally.update(value)
+        elif kind == "unstarted":
+            pending.append((action, AttemptOutcome("handed_back")))
+            if failure_box[0] is None:
+                failure_box[0] = value
         elif failure_box[0] is None:
             failure_box[0] = value
     return len(arrived)

@@ -48,9 +48,10 @@ from typing import Any
 
 from django.db import connections
 
-from durable_schedule.errors import LeaseLost
+from durable_schedule.errors import LeaseLost, TransactionLeftOpen
 from durable_schedule.work import aio, clock
 from durable_schedule.work.aio import OverBudget
+from durable_schedule.work.left_open import open_transactions, roll_back_left_open
 
 __all__ = ["OverBudget", "WorkContext", "run_guarded", "start_async"]
 
@@ -160,6 +161,21 @@ class WorkContext:
 
     def outcome_followups(self) -> tuple[Callable[[], None], ...]:
         return tuple(self._after_outcome)
+
+    async def arenew(self) -> datetime:
+        """:meth:`renew` for an ``async def`` executor or reconciler (same caps, same
+        LeaseLost): ``renew()`` is a synchronous database call, which Django refuses on the
+        event loop. Runs on a thread of asgiref's pool whose connection is closed after, so
+        the renewal never waits behind the executors' ORM thread."""
+        from asgiref.sync import sync_to_async
+
+        return await sync_to_async(self._renew_and_close, thread_sensitive=False)()
+
+    def _renew_and_close(self) -> datetime:
+        try:
+            return self.renew()
+        finally:
+            connections.close_all()  # this pool thread serves no one else's connection
 
     def __repr__(self) -> str:
         return (f"<WorkContext {self.work_name} {self.work_version} {self.work_id} "
@@ -282,26 +298,51 @@ def _the_starter() -> _Starter:
 
 
 def run_guarded(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload: Any,
-                *, heartbeat: bool, cadence_seconds: float, using: str) -> Any:
+                *, heartbeat: bool, cadence_seconds: float, using: str,
+                held: list[int] | None = None) -> Any:
     """Run ``fn(ctx, payload)`` under a watchdog (started lazily, see the module docstring);
-    exceptions propagate to the caller. The watchdog, if it started, is stopped and joined.
-    An ``async def`` ``fn`` runs on the process's event loop (:mod:`.aio`); this call waits."""
+    exceptions propagate to the caller. The watchdog, if it started, is stopped and joined --
+    unless ``held`` is a list: then the watch is appended to it and keeps the lease renewed
+    until the caller passes it to :func:`unwatch_all` (a sequential batch, until the group
+    commit). An ``async def`` ``fn`` runs on the process's event loop (:mod:`.aio`); this
+    call waits."""
     if aio.is_async(fn):
         return start_async(fn, ctx, payload, heartbeat=heartbeat,
-                           cadence_seconds=cadence_seconds, using=using).result()
+                           cadence_seconds=cadence_seconds, using=using, held=held).result()
     starter = _the_starter()
     key = starter.watch(ctx, cadence_seconds if heartbeat else None, using)
+    before = open_transactions()
     try:
         if ctx.past_cancel_point():  # immediately before invoking (docs/work.md)
             raise OverBudget(repr(ctx))
-        return fn(ctx, payload)
+        result = fn(ctx, payload)
+    except BaseException:
+        roll_back_left_open(before)  # the executor's own error is the one to report
+        raise
     finally:
-        starter.unwatch(key)
+        if held is None:
+            starter.unwatch(key)
+        else:
+            held.append(key)
+    left = roll_back_left_open(before)
+    if left:
+        raise TransactionLeftOpen(
+            "the executor returned with a transaction open on its connection; it was rolled "
+            "back", aliases=left)
+    return result
+
+
+def unwatch_all(held: list[int]) -> None:
+    """Stop the watches :func:`run_guarded` kept in ``held`` (their outcomes are committed, or
+    will not be) and empty it."""
+    starter = _the_starter()
+    while held:
+        starter.unwatch(held.pop())
 
 
 def start_async(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload: Any, *,
                 heartbeat: bool, cadence_seconds: float, using: str,
-                gate: aio.Gate | None = None) -> Future:
+                gate: aio.Gate | None = None, held: list[int] | None = None) -> Future:
     """Start an ``async def`` executor on the event loop under a watchdog; returns its future
     (OverBudget when the budget ran out before it could start). The watchdog is told to stop
     when the future settles (not joined: the loop thread must not wait for a renewal)."""
@@ -313,5 +354,8 @@ def start_async(fn: Callable[[WorkContext, Any], Any], ctx: WorkContext, payload
         refused.set_exception(OverBudget(repr(ctx)))
         return refused
     future = aio.submit(fn, ctx, payload, gate)
-    future.add_done_callback(lambda _f: starter.unwatch(key, wait=False))
+    if held is None:
+        future.add_done_callback(lambda _f: starter.unwatch(key, wait=False))
+    else:  # kept renewed until the caller's commit (run_guarded)
+        held.append(key)
     return future

@@ -34,11 +34,12 @@ from durable_schedule.barriers import (
     WORK_PERMIT_AFTER_COMMIT,
     barrier,
 )
-from durable_schedule.errors import InvalidArgument, InvalidConcurrency
+from durable_schedule.errors import InvalidArgument, InvalidConcurrency, PassInsideTransaction
 from durable_schedule.observability.metrics import instrumented_pass
 from durable_schedule.runner import committed
 from durable_schedule.runner.retry import run_with_retry
 from durable_schedule.work import clock
+from durable_schedule.work.executor import unwatch_all
 from durable_schedule.work.outcome import AttemptOutcome, record_attempt_outcome, run_followups
 from durable_schedule.work.pipeline import admit_batch, record_outcomes
 from durable_schedule.work.queues import validate_queues
@@ -190,6 +191,7 @@ def _run_pass(tally: Counter, *, max_items: int = 100, lease_owner: str | None =
                    validate_using(conf.database_alias() if using is None or using == ""
                                   else using),  # 0 and False are no alias
                    None if queues is None else validate_queues(queues))
+    refuse_inside_transaction(opts.using)
     sizer = sizer_for(opts.using, opts.queues, budget)
     if concurrency == 1:
         _run_sequential(opts, seconds, max_items, batch, stop, tally, sizer)
@@ -197,6 +199,22 @@ def _run_pass(tally: Counter, *, max_items: int = 100, lease_owner: str | None =
         from durable_schedule.work.concurrency import run_concurrent
 
         run_concurrent(opts, seconds, max_items, batch, stop, tally, concurrency, sizer)
+
+
+def refuse_inside_transaction(using: str) -> None:
+    """The pass commits its own transactions (permits before invocations, outcomes before the
+    next claim): inside the caller's atomic block Django refused with a bare RuntimeError, and
+    with autocommit off every commit would have joined the caller's transaction, acknowledged
+    only in memory. A test case's own wrapping transaction (Django's TestCase) is allowed, as
+    Django's durable blocks allow it."""
+    conn = connections[using]
+    blocks = conn.atomic_blocks
+    if blocks and not all(getattr(b, "_from_testcase", False) for b in blocks):
+        raise PassInsideTransaction("process_work_pass was called inside transaction.atomic()",
+                                    using=using)
+    if not blocks and conn.connection is not None and not conn.get_autocommit():
+        raise PassInsideTransaction("process_work_pass was called with autocommit off",
+                                    using=using)
 
 
 def stopping(stop) -> bool:
@@ -218,8 +236,14 @@ def _run_sequential(opts: Options, seconds: float, max_items: int, batch: int, s
             break
         results = []
         admitted = admission.admitted
+        invoking = False  # the attempt at len(results) was handed to invoke()
+        # The watches of the finished attempts: their leases stay renewed until the group
+        # commit starts, so a slow attempt after them cannot let them lapse (and be taken over
+        # and run again by another worker) while their outcomes wait in memory.
+        held: list[int] = []
         try:
             for action, origin in admitted:
+                invoking = False
                 if stopping(stop):
                     results.append((action, AttemptOutcome("handed_back")))
                     continue
@@ -228,7 +252,8 @@ def _run_sequential(opts: Options, seconds: float, max_items: int, batch: int, s
                 # past its lease end or deadline is not started (not_invoked), as in
                 # concurrency.py.
                 started = clock.monotonic()
-                outcome = invoke(action, opts, origin)
+                invoking = True
+                outcome = invoke(action, opts, origin, held)
                 record_duration(sizer, action, outcome, clock.monotonic() - started)
                 barrier(WORK_EFFECT_BEFORE_OUTCOME)
                 results.append((action, outcome))
@@ -237,11 +262,17 @@ def _run_sequential(opts: Options, seconds: float, max_items: int, batch: int, s
             # stops and the interrupted attempt records nothing (recovered after its lease, as
             # a crash). The attempts of this batch that finished keep their outcomes and the
             # ones not started are handed back, committed before the interrupt leaves the pass.
-            interrupted_at = len(results)
+            # An interrupt before the attempt reached invoke() (in the stop check, say) left
+            # it unstarted: handed back with the rest, not left to lapse as a crash.
+            interrupted_at = len(results) + (1 if invoking else 0)
             results.extend((a, AttemptOutcome("handed_back"))
-                           for a, _ in admitted[interrupted_at + 1:])
+                           for a, _ in admitted[interrupted_at:])
+            unwatch_all(held)
             halt_batch(results, admission.deferred, opts, tally)
             raise
+        # Stopped (and joined) before the commit: a renewal holding a row's lock while the
+        # group commit locks it would make the commit pass that row by.
+        unwatch_all(held)
         commit_outcomes(results, opts, tally)
         run_deferred(admission.deferred, opts, stop, tally)
         processed += len(admission.claims)

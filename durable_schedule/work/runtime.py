@@ -312,9 +312,11 @@ def _renew(routing_id: int, work_ref: int, reconciliation_start: datetime | None
 
 
 @traced_attempt  # one span per attempt (docs/operations.md "Tracing")
-def invoke(action: Invoke, opts: Options, origin: float) -> AttemptOutcome:
+def invoke(action: Invoke, opts: Options, origin: float,
+           held: list[int] | None = None) -> AttemptOutcome:
     """Invoke the executor of an admitted attempt in this thread (an ``async def`` one on the
-    event loop, waited for); the outcome, never an exception."""
+    event loop, waited for); the outcome, never an exception. ``held``: keep the attempt's
+    lease renewed after it returns, until its outcome is committed (``run_guarded``)."""
     ctx = context(action, opts, origin, reconciling=False)
     if ctx.past_cancel_point():
         return AttemptOutcome("not_invoked")
@@ -323,7 +325,7 @@ def invoke(action: Invoke, opts: Options, origin: float) -> AttemptOutcome:
     try:
         payload = definition.codec.decode(action.row.payload)
         result = run_guarded(definition.executor_fn, ctx, payload, heartbeat=opts.heartbeat,
-                             cadence_seconds=cadence, using=opts.using)
+                             cadence_seconds=cadence, using=opts.using, held=held)
     except BaseException as exc:  # noqa: BLE001 -- mapped to the attempt's outcome
         return _failed(action, ctx, exc)
     return _succeeded(action, ctx, result)
