@@ -73,15 +73,16 @@ def check_store(app_configs=None, **kwargs):
                 return [_unsupported(problem)]
             report = inspection.schema_report(cur)
     except DatabaseError as exc:
-        return [checks.Warning(f"cannot read the durable_schedule store: {exc}",
-                               id="durable_schedule.W004")]
+        return [checks.Warning(f"cannot read the durable_schedule store on DATABASES[{alias!r}]: "
+                               f"{exc}", id="durable_schedule.W004")]
     if not report.migrated:
         # While migrate runs, it is the command that creates the store: saying "not migrated"
         # to the one command that fixes it is noise (and alarms a newcomer), so say nothing.
         if _migrating():
             return []
-        return [checks.Error("DS402: the durable_schedule store is not migrated",
-                             hint=f"Run `{_migrate_command(alias)}`.",
+        return [checks.Error(f"DS402: the durable_schedule store is not migrated on "
+                             f"DATABASES[{alias!r}]",
+                             hint=f"Run `{migrate_command(alias)}`.",
                              id="durable_schedule.E001")]
     errors: list[checks.CheckMessage] = []
     if report.below_floor and not (_migrating() and (report.schema_version or 0) < report.required):
@@ -89,7 +90,7 @@ def check_store(app_configs=None, **kwargs):
             f"DS401: database schema {report.schema_version} (compatibility floor "
             f"{report.compatibility_floor}) does not fit this code, which requires schema >= "
             f"{report.required} and is schema {SCHEMA_VERSION}",
-            hint=f"Older database: run `{_migrate_command(alias)}`. Newer floor: deploy the "
+            hint=f"Older database: run `{migrate_command(alias)}`. Newer floor: deploy the "
                  "code that matches the migrated schema.",
             id="durable_schedule.E002"))
     for problem in report.role_problems:
@@ -100,9 +101,9 @@ def check_store(app_configs=None, **kwargs):
     return errors
 
 
-def _migrate_command(alias: str) -> str:
+def migrate_command(alias: str) -> str:
     """The command that migrates the store's database: a plain ``migrate`` migrates the
-    ``default`` alias only."""
+    ``default`` alias only (also what durable_status's DS401/DS402 problems tell to run)."""
     if alias == DEFAULT_DB_ALIAS:
         return "manage.py migrate"
     return f"manage.py migrate --database {alias}"

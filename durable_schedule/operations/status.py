@@ -137,11 +137,11 @@ class StatusReport:
         if not self.reachable:
             return [f"DS426: the store cannot be reached: {self.unreachable_reason}"]
         if not self.migrated:
-            return ["DS402: the store is not migrated (run manage.py migrate)"]
+            return [f"DS402: the store is not migrated (run {_migrate()})"]
         out: list[str] = []
         if (self.schema_version or 0) < self.required_schema:
             out.append(f"DS401: schema {self.schema_version} is below the required "
-                       f"{self.required_schema}")
+                       f"{self.required_schema} (run {_migrate()})")
         if (self.compatibility_floor or 0) > self.code_schema_version:
             out.append(f"DS401: the store demands code of schema >= {self.compatibility_floor}")
         out.extend(f"DS304: {p}" for p in self.role_problems)
@@ -199,6 +199,14 @@ class StatusReport:
             for key in ("started_at", "beat_at", "last_pass_at", "stopped_at"):
                 r[key] = _iso(r[key])
         return data
+
+
+def _migrate() -> str:
+    """The command that migrates the store: ``migrate --database <alias>`` when the store lives
+    on another alias than "default" (a plain ``migrate`` would leave it as it is)."""
+    from durable_schedule.checks import migrate_command
+
+    return migrate_command(conf.database_alias())
 
 
 #: What fixes Work suspended for each reason (docs/work.md "Suspension reasons"): a proof only

@@ -1,0 +1,36 @@
+"""System checks and durable_status name the store's alias and the command that migrates it
+(docs/operations.md "A store on its own database alias"): a plain ``manage.py migrate`` migrates
+"default" only, so "run manage.py migrate" sent an operator to a command that changes nothing."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from durable_schedule import checks
+from tests.alias.conftest import BARE
+
+pytestmark = pytest.mark.django_db(databases=["default", BARE])
+
+
+@pytest.fixture
+def on_bare(settings):
+    settings.DURABLE_SCHEDULE = {**getattr(settings, "DURABLE_SCHEDULE", {}), "DATABASE": BARE}
+    return BARE
+
+
+def test_e001_names_the_alias_and_its_migrate_command(on_bare):
+    [error] = [m for m in checks.check_store() if m.id == "durable_schedule.E001"]
+    assert "DATABASES['bare']" in error.msg
+    assert error.hint == "Run `manage.py migrate --database bare`."
+
+
+def test_durable_status_says_how_to_migrate_the_alias(on_bare):
+    out = StringIO()
+    with pytest.raises(SystemExit):
+        call_command("durable_status", "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert "manage.py migrate --database bare" in " ".join(report["problems"]), report
