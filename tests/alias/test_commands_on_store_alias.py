@@ -97,3 +97,17 @@ def test_durable_prune_and_partitions_and_tz_rules_run_on_the_store_alias(on_sto
     tz = StringIO()
     call_command("durable_tz_rules", "--json", stdout=tz)
     json.loads(tz.getvalue())
+
+
+
+def test_runner_heartbeat_and_dashboard_on_the_store_alias(on_store, client, django_user_model):
+    from django.urls import reverse
+
+    from durable_schedule.observability.heartbeat import Heartbeat
+
+    Heartbeat("work", lease_owner="w-store").write()  # what a --loop runner writes first
+    assert scalar(ALIAS, "select count(*) from durable_runner_heartbeat") == 1
+    assert scalar("default", "select count(*) from durable_runner_heartbeat") == 0
+    client.force_login(django_user_model.objects.create_superuser("root", "r@example.com", "pw"))
+    page = client.get(reverse("admin:durable_schedule_runnerheartbeat_changelist"))
+    assert [r.lease_owner for r in page.context["report"].runners] == ["w-store"]
