@@ -34,3 +34,22 @@ def test_durable_status_says_how_to_migrate_the_alias(on_bare):
         call_command("durable_status", "--json", stdout=out)
     report = json.loads(out.getvalue())
     assert "manage.py migrate --database bare" in " ".join(report["problems"]), report
+
+
+def test_unreachable_store_warnings_name_the_alias(on_bare, monkeypatch):
+    from django.db import connections
+
+    from durable_schedule.operations import deploy_checks
+
+    conn = connections[BARE]
+    conn.close()
+    monkeypatch.setitem(conn.settings_dict, "PORT", "1")  # nothing listens there
+    try:
+        [w004] = checks.check_store()
+        [w013] = [m for m in deploy_checks.check_deployment()
+                  if m.id == "durable_schedule.W013"]
+    finally:
+        conn.close()
+    assert w004.id == "durable_schedule.W004"
+    for warning in (w004, w013):
+        assert "DATABASES['bare']" in warning.msg, warning.msg
