@@ -111,3 +111,30 @@ def test_runner_heartbeat_and_dashboard_on_the_store_alias(on_store, client, dja
     client.force_login(django_user_model.objects.create_superuser("root", "r@example.com", "pw"))
     page = client.get(reverse("admin:durable_schedule_runnerheartbeat_changelist"))
     assert [r.lease_owner for r in page.context["report"].runners] == ["w-store"]
+
+
+def test_process_work_slots_run_the_store_alias_work(on_store, job):
+    _accept(job, 4)
+    call_command("process_work", "--max-items", "4", "--concurrency", "2", "--batch", "1",
+                 "--no-heartbeat", stdout=StringIO())
+    assert scalar(ALIAS, "select count(*) from durable_work where state = 'succeeded'") == 4
+    assert scalar("default", "select count(*) from durable_work") == 0
+
+
+def test_async_executors_run_the_store_alias_work(on_store):
+    definition = registry.define("alias_tests.async", "v1", safety=work.ProviderSafety.IDEMPOTENT)
+
+    async def run(ctx, payload):
+        return {"ran": True}
+
+    definition.executor(run)
+    try:
+        for i in range(3):
+            definition.enqueue(scope="tenant-c", command="c", idempotency_key=f"a{i}", payload={})
+        call_command("process_work", "--max-items", "3", "--concurrency", "3",
+                     "--no-heartbeat", stdout=StringIO())
+    finally:
+        registry._unregister(definition.name, definition.version)
+    assert scalar(ALIAS, "select count(*) from durable_work where state = 'succeeded'") == 3
+    assert scalar(ALIAS, "select count(*) from durable_work_history where event = 'succeeded'") \
+        >= 3
