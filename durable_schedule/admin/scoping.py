@@ -15,7 +15,8 @@ Two layers guard every admin page (docs/admin.md "Scopes in the admin"):
    FORCE ROW LEVEL SECURITY binds the owner too and layer 2 is what lets it read at all: without
    a chosen scope the pages are empty, and the change list says so.
 
-The admin reads as the owner (Django's own connection), not as ``durable_runtime``: it must
+The admin reads as the owner (Django's connection of the store's alias, ``DURABLE_SCHEDULE
+['DATABASE']``, for every store row: see :func:`store_rows`), not as ``durable_runtime``: it must
 also read Django's tables (sessions, users, permissions) in the same request, which the runtime
 role may not. Writes never happen here: actions call the public API, which opens its own
 ``scoped()`` runtime transaction.
