@@ -138,3 +138,15 @@ def test_async_executors_run_the_store_alias_work(on_store):
     assert scalar(ALIAS, "select count(*) from durable_work where state = 'succeeded'") == 3
     assert scalar(ALIAS, "select count(*) from durable_work_history where event = 'succeeded'") \
         >= 3
+
+
+def test_a_runner_serves_its_store_alias_only(on_store, job, settings):
+    """docs/operations.md: Work accepted with using= another alias is run by a runner whose
+    DURABLE_SCHEDULE['DATABASE'] names that alias, never by the store's runners."""
+    job.enqueue(scope="tenant-c", command="c", idempotency_key="elsewhere", payload={},
+                using="default")
+    call_command("process_work", "--max-items", "5", "--no-heartbeat", stdout=StringIO())
+    assert scalar("default", "select state from durable_work") == "pending"
+    settings.DURABLE_SCHEDULE = {**settings.DURABLE_SCHEDULE, "DATABASE": "default"}
+    call_command("process_work", "--max-items", "5", "--no-heartbeat", stdout=StringIO())
+    assert scalar("default", "select state from durable_work") == "succeeded"
