@@ -150,3 +150,20 @@ def test_a_runner_serves_its_store_alias_only(on_store, job, settings):
     settings.DURABLE_SCHEDULE = {**settings.DURABLE_SCHEDULE, "DATABASE": "default"}
     call_command("process_work", "--max-items", "5", "--no-heartbeat", stdout=StringIO())
     assert scalar("default", "select state from durable_work") == "succeeded"
+
+
+def test_work_loop_serves_the_store_alias(on_store, job):
+    """The --loop runner in process: its server identity, heartbeat row and passes all on the
+    store's alias (two passes, then it stops)."""
+    from durable_schedule.runner import service
+    from durable_schedule.runner.loop import StopFlag
+
+    _accept(job, 2)
+    stats = service.serve(
+        "work", lambda stop: work.process_work_pass(stop=stop, max_items=5).as_dict(),
+        stop=StopFlag(), max_passes=2, install_signals=False, lease_owner="loop-store")
+    assert stats is not None
+    assert scalar(ALIAS, "select count(*) from durable_work where state = 'succeeded'") == 2
+    assert scalar(ALIAS, "select lease_owner from durable_runner_heartbeat") == "loop-store"
+    assert scalar(ALIAS, "select stopped_at is not null from durable_runner_heartbeat")
+    assert scalar("default", "select count(*) from durable_runner_heartbeat") == 0
