@@ -92,3 +92,15 @@ def test_dashboard_lists_the_store_alias_suspensions(client, superuser, on_store
     assert [s["s"].schedule_id for s in page.context["suspended"]] == ["nightly"]
     pk = ScheduleDefinition.objects.using(ALIAS).get(schedule_id="nightly").pk
     assert f"ids={pk}&amp;scope=tenant-s" in page.content.decode()
+
+
+def test_cancel_work_action_on_the_store_alias(client, superuser, on_store, report):
+    accepted = work.enqueue("tenant-w", report.request(command="c", idempotency_key="k",
+                                                       payload={}))
+    client.force_login(superuser)
+    pk = Work.objects.using(ALIAS).get(work_id=accepted.work_id).pk
+    url = (reverse("admin:durable_schedule_work_operate", args=["cancel_work"])
+           + f"?ids={pk}&scope=tenant-w")
+    assert client.get(url).status_code == 200
+    client.post(url, {"ids": str(pk), "confirm": "on"})
+    assert work.get("tenant-w", accepted.work_id).state == "canceled"
