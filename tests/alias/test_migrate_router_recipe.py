@@ -24,6 +24,11 @@ class StoreRouter:
             return db == conf.database_alias()
         return None
 
+    def db_for_read(self, model, **hints):
+        if model._meta.app_label == "durable_schedule":
+            return conf.database_alias()
+        return None
+
 
 def _has(alias: str, table: str) -> bool:
     with connections[alias].cursor() as cur:
@@ -38,3 +43,13 @@ def test_router_keeps_the_store_off_another_alias(settings):
     assert _has(BARE, "django_migrations")
     assert not _has(BARE, "durable_work")
     assert not _has(BARE, "durable_schedule_store")
+
+
+@pytest.mark.django_db(databases=["default", ALIAS])
+def test_router_sends_your_own_orm_reads_to_the_store(settings):
+    from durable_schedule.store.models import Store
+
+    settings.DURABLE_SCHEDULE = {**getattr(settings, "DURABLE_SCHEDULE", {}), "DATABASE": ALIAS}
+    settings.DATABASE_ROUTERS = [f"{__name__}.StoreRouter"]
+    assert Store.objects.all().db == ALIAS
+    assert Store.objects.count() == 1  # the store row of the store's database
