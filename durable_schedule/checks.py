@@ -28,6 +28,17 @@ def _migrating() -> bool:
     return len(sys.argv) > 1 and sys.argv[1] == "migrate"
 
 
+def _migrated_alias() -> str:
+    """The alias this ``migrate`` run migrates (its ``--database``, else "default")."""
+    args = sys.argv[2:]
+    for i, arg in enumerate(args):
+        if arg == "--database" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--database="):
+            return arg.split("=", 1)[1]
+    return DEFAULT_DB_ALIAS
+
+
 #: The oldest PostgreSQL the store runs on (README "Supported versions"), as server_version_num.
 MINIMUM_SERVER_VERSION = 150000
 
@@ -75,17 +86,19 @@ def check_store(app_configs=None, **kwargs):
     except DatabaseError as exc:
         return [checks.Warning(f"cannot read the durable_schedule store on DATABASES[{alias!r}]: "
                                f"{exc}", id="durable_schedule.W004")]
+    curing = _migrating() and _migrated_alias() == alias  # this migrate builds the store
     if not report.migrated:
-        # While migrate runs, it is the command that creates the store: saying "not migrated"
-        # to the one command that fixes it is noise (and alarms a newcomer), so say nothing.
-        if _migrating():
+        # While migrate runs on the store's alias, it is the command that creates the store:
+        # saying "not migrated" to the one command that fixes it is noise (and alarms a
+        # newcomer), so say nothing. A migrate of another alias leaves the store as it is: say
+        # so (a warning, it must not block that migrate), naming the command that builds it.
+        if curing:
             return []
-        return [checks.Error(f"DS402: the durable_schedule store is not migrated on "
-                             f"DATABASES[{alias!r}]",
-                             hint=f"Run `{migrate_command(alias)}`.",
-                             id="durable_schedule.E001")]
+        return [level(f"DS402: the durable_schedule store is not migrated on "
+                      f"DATABASES[{alias!r}]", hint=f"Run `{migrate_command(alias)}`.",
+                      id="durable_schedule.E001")]
     errors: list[checks.CheckMessage] = []
-    if report.below_floor and not (_migrating() and (report.schema_version or 0) < report.required):
+    if report.below_floor and not (curing and (report.schema_version or 0) < report.required):
         errors.append(level(
             f"DS401: database schema {report.schema_version} (compatibility floor "
             f"{report.compatibility_floor}) does not fit this code, which requires schema >= "

@@ -53,3 +53,25 @@ def test_unreachable_store_warnings_name_the_alias(on_bare, monkeypatch):
     assert w004.id == "durable_schedule.W004"
     for warning in (w004, w013):
         assert "DATABASES['bare']" in warning.msg, warning.msg
+
+
+@pytest.mark.parametrize("argv", [["manage.py", "migrate"],
+                                  ["manage.py", "migrate", "--database", "default"],
+                                  ["manage.py", "migrate", "--database=default"]])
+def test_migrating_another_alias_still_says_the_store_is_not_migrated(on_bare, monkeypatch,
+                                                                        argv):
+    """A plain migrate does not migrate a store on its own alias: silence here let an operator
+    believe the deploy's migrate step had built it."""
+    monkeypatch.setattr("sys.argv", argv)
+    [warning] = checks.check_store()
+    assert warning.level == 30 and warning.id == "durable_schedule.E001"
+    assert warning.hint == "Run `manage.py migrate --database bare`."
+
+
+@pytest.mark.parametrize("argv", [["manage.py", "migrate", "--database", "bare"],
+                                  ["manage.py", "migrate", "--database=bare"],
+                                  ["manage.py", "migrate", "durable_schedule",
+                                   "--database", "bare"]])
+def test_migrating_the_store_alias_says_nothing_of_what_it_cures(on_bare, monkeypatch, argv):
+    monkeypatch.setattr("sys.argv", argv)
+    assert checks.check_store() == []
