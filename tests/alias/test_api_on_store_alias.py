@@ -87,3 +87,12 @@ def test_tasks_backend_database_option_reaches_that_alias_only(store_alias, sett
     finally:
         reset_store(ALIAS)
         connections[ALIAS].close()
+
+
+def test_an_atomic_block_on_default_does_not_include_the_store_writes(on_store, job):
+    """docs/operations.md: only transaction.atomic(using=<store alias>) ties a call to the
+    caller's commit; a plain atomic() is "default", another database."""
+    with pytest.raises(RuntimeError), transaction.atomic():
+        job.enqueue(scope="t", command="c", idempotency_key="k", payload={})
+        raise RuntimeError("the caller rolls back its default transaction")
+    assert count(ALIAS, "durable_work") == 1
