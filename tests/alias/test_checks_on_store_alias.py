@@ -34,6 +34,18 @@ def test_durable_status_says_how_to_migrate_the_alias(on_bare):
         call_command("durable_status", "--json", stdout=out)
     report = json.loads(out.getvalue())
     assert "manage.py migrate --database bare" in " ".join(report["problems"]), report
+    assert report["database"] == BARE
+
+
+def test_status_of_another_alias_names_it():
+    """collect(using=...) with the store on "default": the report is about that alias, and so
+    is the command it tells to run."""
+    from durable_schedule.operations.status import collect
+
+    report = collect(using=BARE)
+    assert report.database == BARE
+    assert report.problems == ["DS402: the store is not migrated "
+                               "(run manage.py migrate --database bare)"]
 
 
 def test_unreachable_store_warnings_name_the_alias(on_bare, monkeypatch):
