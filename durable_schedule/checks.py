@@ -66,12 +66,44 @@ def _unsupported(problem: str) -> checks.CheckMessage:
 
 @checks.register()
 def check_store(app_configs=None, **kwargs):
+    """The store on DURABLE_SCHEDULE['DATABASE'], and on every other alias a durable tasks
+    backend names in ``OPTIONS["DATABASE"]``: that backend accepts its tasks' Work there, so an
+    unmigrated one failed only at the first ``enqueue`` (DS402), never at ``check``."""
     try:
-        alias = conf.database_alias()
+        store = conf.database_alias()
     except conf.InvalidSettings:
         return []  # no store to read: the settings check (E005) names the setting
+    out: list[checks.CheckMessage] = []
+    for alias in dict.fromkeys([store, *_task_backend_aliases()]):
+        out.extend(_check_alias(alias))
+    return out
+
+
+#: How a TASKS entry names this package's backend (its public path and the module's own).
+_DURABLE_BACKENDS = ("durable_schedule.tasks.DurableBackend",
+                     "durable_schedule.tasks.backend.DurableBackend")
+
+
+def _task_backend_aliases() -> list[str]:
+    """The aliases durable tasks backends name in ``OPTIONS["DATABASE"]``. A malformed entry is
+    left to the tasks framework's own checks and the backend's validation."""
+    tasks = getattr(settings, "TASKS", None)
+    if not isinstance(tasks, dict):
+        return []
+    aliases = []
+    for entry in tasks.values():
+        if not isinstance(entry, dict) or entry.get("BACKEND") not in _DURABLE_BACKENDS:
+            continue
+        options = entry.get("OPTIONS")
+        alias = options.get("DATABASE") if isinstance(options, dict) else None
+        if type(alias) is str and alias in settings.DATABASES:
+            aliases.append(alias)
+    return aliases
+
+
+def _check_alias(alias: str) -> list[checks.CheckMessage]:
     level = checks.Warning if _migrating() else checks.Error
-    conn = connections[conf.database_alias()]
+    conn = connections[alias]
     # Before reading the store: on SQLite that read said only "no such function: to_regclass",
     # and migrate then stopped at a SQL syntax error. The server version is asked once the
     # cursor has connected, so an unreachable server costs one connection attempt, not two.

@@ -87,3 +87,15 @@ def test_migrating_another_alias_still_says_the_store_is_not_migrated(on_bare, m
 def test_migrating_the_store_alias_says_nothing_of_what_it_cures(on_bare, monkeypatch, argv):
     monkeypatch.setattr("sys.argv", argv)
     assert checks.check_store() == []
+
+
+def test_a_tasks_backend_alias_that_is_not_migrated_is_an_e001(settings):
+    """A durable tasks backend whose OPTIONS["DATABASE"] names an unmigrated alias: manage.py
+    check says so, naming that alias, instead of the first enqueue failing with DS402."""
+    settings.TASKS = {**settings.TASKS, "tenant": {
+        "BACKEND": "durable_schedule.tasks.DurableBackend",
+        "OPTIONS": {"SCOPE": "demo", "DATABASE": BARE}}}
+    [error] = checks.check_store()
+    assert error.id == "durable_schedule.E001"
+    assert "DATABASES['bare']" in error.msg
+    assert error.hint == "Run `manage.py migrate --database bare`."
