@@ -28,6 +28,17 @@ def _migrating() -> bool:
     return len(sys.argv) > 1 and sys.argv[1] == "migrate"
 
 
+def _migrated_alias() -> str:
+    """The alias this ``migrate`` run migrates (its ``--database``, else "default")."""
+    args = sys.argv[2:]
+    for i, arg in enumerate(args):
+        if arg == "--database" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--database="):
+            return arg.split("=", 1)[1]
+    return DEFAULT_DB_ALIAS
+
+
 #: The oldest PostgreSQL the store runs on (README "Supported versions"), as server_version_num.
 MINIMUM_SERVER_VERSION = 150000
 
@@ -55,12 +66,44 @@ def _unsupported(problem: str) -> checks.CheckMessage:
 
 @checks.register()
 def check_store(app_configs=None, **kwargs):
+    """The store on DURABLE_SCHEDULE['DATABASE'], and on every other alias a durable tasks
+    backend names in ``OPTIONS["DATABASE"]``: that backend accepts its tasks' Work there, so an
+    unmigrated one failed only at the first ``enqueue`` (DS402), never at ``check``."""
     try:
-        alias = conf.database_alias()
+        store = conf.database_alias()
     except conf.InvalidSettings:
         return []  # no store to read: the settings check (E005) names the setting
+    out: list[checks.CheckMessage] = []
+    for alias in dict.fromkeys([store, *_task_backend_aliases()]):
+        out.extend(_check_alias(alias))
+    return out
+
+
+#: How a TASKS entry names this package's backend (its public path and the module's own).
+_DURABLE_BACKENDS = ("durable_schedule.tasks.DurableBackend",
+                     "durable_schedule.tasks.backend.DurableBackend")
+
+
+def _task_backend_aliases() -> list[str]:
+    """The aliases durable tasks backends name in ``OPTIONS["DATABASE"]``. A malformed entry is
+    left to the tasks framework's own checks and the backend's validation."""
+    tasks = getattr(settings, "TASKS", None)
+    if not isinstance(tasks, dict):
+        return []
+    aliases = []
+    for entry in tasks.values():
+        if not isinstance(entry, dict) or entry.get("BACKEND") not in _DURABLE_BACKENDS:
+            continue
+        options = entry.get("OPTIONS")
+        alias = options.get("DATABASE") if isinstance(options, dict) else None
+        if type(alias) is str and alias in settings.DATABASES:
+            aliases.append(alias)
+    return aliases
+
+
+def _check_alias(alias: str) -> list[checks.CheckMessage]:
     level = checks.Warning if _migrating() else checks.Error
-    conn = connections[conf.database_alias()]
+    conn = connections[alias]
     # Before reading the store: on SQLite that read said only "no such function: to_regclass",
     # and migrate then stopped at a SQL syntax error. The server version is asked once the
     # cursor has connected, so an unreachable server costs one connection attempt, not two.
@@ -73,23 +116,26 @@ def check_store(app_configs=None, **kwargs):
                 return [_unsupported(problem)]
             report = inspection.schema_report(cur)
     except DatabaseError as exc:
-        return [checks.Warning(f"cannot read the durable_schedule store: {exc}",
-                               id="durable_schedule.W004")]
+        return [checks.Warning(f"cannot read the durable_schedule store on DATABASES[{alias!r}]: "
+                               f"{exc}", id="durable_schedule.W004")]
+    curing = _migrating() and _migrated_alias() == alias  # this migrate builds the store
     if not report.migrated:
-        # While migrate runs, it is the command that creates the store: saying "not migrated"
-        # to the one command that fixes it is noise (and alarms a newcomer), so say nothing.
-        if _migrating():
+        # While migrate runs on the store's alias, it is the command that creates the store:
+        # saying "not migrated" to the one command that fixes it is noise (and alarms a
+        # newcomer), so say nothing. A migrate of another alias leaves the store as it is: say
+        # so (a warning, it must not block that migrate), naming the command that builds it.
+        if curing:
             return []
-        return [checks.Error("DS402: the durable_schedule store is not migrated",
-                             hint=f"Run `{_migrate_command(alias)}`.",
-                             id="durable_schedule.E001")]
+        return [level(f"DS402: the durable_schedule store is not migrated on "
+                      f"DATABASES[{alias!r}]", hint=f"Run `{migrate_command(alias)}`.",
+                      id="durable_schedule.E001")]
     errors: list[checks.CheckMessage] = []
-    if report.below_floor and not (_migrating() and (report.schema_version or 0) < report.required):
+    if report.below_floor and not (curing and (report.schema_version or 0) < report.required):
         errors.append(level(
             f"DS401: database schema {report.schema_version} (compatibility floor "
             f"{report.compatibility_floor}) does not fit this code, which requires schema >= "
             f"{report.required} and is schema {SCHEMA_VERSION}",
-            hint=f"Older database: run `{_migrate_command(alias)}`. Newer floor: deploy the "
+            hint=f"Older database: run `{migrate_command(alias)}`. Newer floor: deploy the "
                  "code that matches the migrated schema.",
             id="durable_schedule.E002"))
     for problem in report.role_problems:
@@ -100,9 +146,9 @@ def check_store(app_configs=None, **kwargs):
     return errors
 
 
-def _migrate_command(alias: str) -> str:
+def migrate_command(alias: str) -> str:
     """The command that migrates the store's database: a plain ``migrate`` migrates the
-    ``default`` alias only."""
+    ``default`` alias only (also what durable_status's DS401/DS402 problems tell to run)."""
     if alias == DEFAULT_DB_ALIAS:
         return "manage.py migrate"
     return f"manage.py migrate --database {alias}"

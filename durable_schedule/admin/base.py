@@ -22,6 +22,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
+from durable_schedule import conf
 from durable_schedule.admin import scoping
 from durable_schedule.admin.filters import bad_parameter, checked_text
 from durable_schedule.store.models import Scope
@@ -134,7 +135,8 @@ class ReadOnlyScopedAdmin(admin.ModelAdmin):
 
     # ------------------------------------------------------------ scope
     def get_queryset(self, request):
-        queryset = super().get_queryset(request)
+        # On the store's alias, where read_scope set the scope (not the default router's).
+        queryset = super().get_queryset(request).using(conf.database_alias())
         if self.routed:
             return scoping.restrict_routed(queryset, request)
         return scoping.restrict(queryset, request)
@@ -212,7 +214,8 @@ class RoutedReadOnlyAdmin(ReadOnlyScopedAdmin):
     scope_filter = scoping.RoutedScopeFilter
 
     def get_queryset(self, request):
-        scope = Scope.objects.filter(routing_id=OuterRef("scope_routing_id")).values("scope_id")
+        scope = scoping.store_rows(Scope).filter(
+            routing_id=OuterRef("scope_routing_id")).values("scope_id")
         return super().get_queryset(request).annotate(scope_name=Subquery(scope[:1]))
 
     @admin.display(description="scope", ordering="scope_name")

@@ -11,7 +11,7 @@ from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.db.models import OuterRef, Subquery
 
-from durable_schedule.admin import actions, timeline
+from durable_schedule.admin import actions, scoping, timeline
 from durable_schedule.admin.base import ReadOnlyScopedAdmin, RoutedReadOnlyAdmin, admin_link
 from durable_schedule.admin.filters import DistinctValuesFilter, choices_filter
 from durable_schedule.store.models import (
@@ -34,7 +34,7 @@ GENERATION_KINDS = ("at", "after", "every", "cron")
 
 def _active_generation(field: str) -> Subquery:
     return Subquery(
-        ScheduleGeneration.objects.filter(
+        scoping.store_rows(ScheduleGeneration).filter(
             scope_id=OuterRef("scope_id"),
             schedule_id=OuterRef("schedule_id"),
             generation=OuterRef("active_generation"),
@@ -43,9 +43,10 @@ def _active_generation(field: str) -> Subquery:
 
 
 def _dispatch(field: str) -> Subquery:
-    routing = Scope.objects.filter(scope_id=OuterRef(OuterRef("scope_id"))).values("routing_id")
+    routing = scoping.store_rows(Scope).filter(
+        scope_id=OuterRef(OuterRef("scope_id"))).values("routing_id")
     return Subquery(
-        ScheduleDispatch.objects.filter(
+        scoping.store_rows(ScheduleDispatch).filter(
             scope_routing_id=Subquery(routing[:1]), schedule_id=OuterRef("schedule_id")
         ).values(field)[:1]
     )
@@ -153,7 +154,8 @@ class OccurrenceAdmin(ReadOnlyScopedAdmin):
     ordering = ("-first_nominal_utc", "-id")
 
     def get_queryset(self, request):
-        work = Work.objects.filter(scope_id=OuterRef("scope_id"), work_id=OuterRef("work_id"))
+        work = scoping.store_rows(Work).filter(scope_id=OuterRef("scope_id"),
+                                               work_id=OuterRef("work_id"))
         return super().get_queryset(request).annotate(
             work_pk=Subquery(work.values("id")[:1]),
             work_state=Subquery(work.values("state")[:1]),

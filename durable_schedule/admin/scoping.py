@@ -15,7 +15,8 @@ Two layers guard every admin page (docs/admin.md "Scopes in the admin"):
    FORCE ROW LEVEL SECURITY binds the owner too and layer 2 is what lets it read at all: without
    a chosen scope the pages are empty, and the change list says so.
 
-The admin reads as the owner (Django's own connection), not as ``durable_runtime``: it must
+The admin reads as the owner (Django's connection of the store's alias, ``DURABLE_SCHEDULE
+['DATABASE']``, for every store row: see :func:`store_rows`), not as ``durable_runtime``: it must
 also read Django's tables (sessions, users, permissions) in the same request, which the runtime
 role may not. Writes never happen here: actions call the public API, which opens its own
 ``scoped()`` runtime transaction.
@@ -158,7 +159,7 @@ def read_scope(request) -> Iterator[str | None]:
     if scope_id is None:
         yield None
         return
-    conn = connection()
+    conn = connection()  # the store's alias: the one store_rows() reads through
     with transaction.atomic(using=conn.alias), conn.cursor() as cur:
         cur.execute("select coalesce(current_setting(%s, true), '')", [SCOPE_SETTING])
         previous = cur.fetchone()[0]
@@ -166,6 +167,15 @@ def read_scope(request) -> Iterator[str | None]:
         yield scope_id
         # Leave the caller's transaction as we found it (ATOMIC_REQUESTS, nested tests).
         cur.execute("select set_config(%s, %s, true)", [SCOPE_SETTING, previous])
+
+
+def store_rows(model):
+    """``model``'s manager on the store's alias (``DURABLE_SCHEDULE['DATABASE']``).
+
+    The admin's ORM reads must go where the store lives and where :func:`read_scope` set the
+    scope: Django's default router sends them to "default", which is another database (or the
+    right one without the scope) when the store lives on its own alias."""
+    return model._default_manager.db_manager(conf.database_alias())
 
 
 def restrict(queryset, request, field: str = "scope_id"):
@@ -181,7 +191,7 @@ def restrict_routed(queryset, request, field: str = "scope_routing_id"):
     seen = visibility(request)
     if seen.everything:
         return queryset
-    routing = Scope.objects.filter(scope_id__in=sorted(seen.scopes)).values("routing_id")
+    routing = store_rows(Scope).filter(scope_id__in=sorted(seen.scopes)).values("routing_id")
     return queryset.filter(**{f"{field}__in": routing})
 
 
@@ -190,7 +200,7 @@ def scope_choices(request, limit: int = 50) -> list[str]:
     seen = visibility(request)
     if not seen.everything:
         return sorted(seen.scopes)[:limit]
-    return list(Scope.objects.order_by("scope_id").values_list("scope_id", flat=True)[:limit])
+    return list(store_rows(Scope).order_by("scope_id").values_list("scope_id", flat=True)[:limit])
 
 
 class ScopeFilter(admin.SimpleListFilter):
@@ -209,7 +219,7 @@ class ScopeFilter(admin.SimpleListFilter):
         if not value:
             return queryset
         if self.field is None:
-            routing = Scope.objects.filter(scope_id=value).values("routing_id")
+            routing = store_rows(Scope).filter(scope_id=value).values("routing_id")
             return queryset.filter(scope_routing_id__in=routing)
         return queryset.filter(**{self.field: value})
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from django.db.models import DateTimeField
 from django.db.models.expressions import RawSQL
 
+from durable_schedule.admin import scoping
 from durable_schedule.admin.cron_upcoming import upcoming
 from durable_schedule.errors import DurableError
 from durable_schedule.evaluation import bounds as bounding
@@ -193,7 +194,7 @@ def schedule_timeline(schedule: ScheduleDefinition, request=None) -> dict:
     """Generations, recent occurrences with their Work, history, cursor, next due, fences."""
     scope_id, schedule_id = schedule.scope_id, schedule.schedule_id
     generations = _with_json(
-        ScheduleGeneration.objects.filter(scope_id=scope_id, schedule_id=schedule_id)
+        scoping.store_rows(ScheduleGeneration).filter(scope_id=scope_id, schedule_id=schedule_id)
         .order_by("-generation"), target_text="target")
     for g in generations:
         g.spec_text = stored_spec_text(g.kind, g.spec, g.evaluator_version)
@@ -202,19 +203,20 @@ def schedule_timeline(schedule: ScheduleDefinition, request=None) -> dict:
         g.safety_window_text = format_duration(g.safety_window)
     active = next((g for g in generations if g.generation == schedule.active_generation), None)
     occurrences = list(
-        Occurrence.objects.filter(scope_id=scope_id, schedule_id=schedule_id)
+        scoping.store_rows(Occurrence).filter(scope_id=scope_id, schedule_id=schedule_id)
         .order_by("-first_nominal_utc", "-id")[:RECENT]
     )
     work_ids = [o.work_id for o in occurrences if o.work_id is not None]
-    works = {w.work_id: w for w in Work.objects.filter(scope_id=scope_id, work_id__in=work_ids)
+    works = {w.work_id: w for w in scoping.store_rows(Work)
+             .filter(scope_id=scope_id, work_id__in=work_ids)
              .only("id", "scope_id", "work_id", "state", "attempt")}
-    scope = Scope.objects.filter(scope_id=scope_id).first()
+    scope = scoping.store_rows(Scope).filter(scope_id=scope_id).first()
     dispatch = None
     if scope is not None:
-        dispatch = ScheduleDispatch.objects.filter(
+        dispatch = scoping.store_rows(ScheduleDispatch).filter(
             scope_routing_id=scope.routing_id, schedule_id=schedule_id
         ).first()
-    store = Store.objects.filter(id=1).first()
+    store = scoping.store_rows(Store).filter(id=1).first()
     now = database_now(request)
     runs_left = None
     if active is not None and active.max_runs is not None:
@@ -245,7 +247,7 @@ def schedule_timeline(schedule: ScheduleDefinition, request=None) -> dict:
         "generations": generations,
         "occurrences": [OccurrenceRow(o, works.get(o.work_id)) for o in occurrences],
         "history": _with_json(
-            ScheduleHistory.objects.filter(scope_id=scope_id, schedule_id=schedule_id)
+            scoping.store_rows(ScheduleHistory).filter(scope_id=scope_id, schedule_id=schedule_id)
             .order_by("-recorded_at", "-id")[:RECENT], detail_text="detail"),
         "buffered": _buffered(active),
         "evidence": as_json(schedule.suspension_evidence)
@@ -273,13 +275,13 @@ def _buffered(active: ScheduleGeneration | None) -> int | None:
     the other policies)."""
     if active is None or active.overlap_policy != "buffer_all":
         return None
-    return Occurrence.objects.filter(
+    return scoping.store_rows(Occurrence).filter(
         scope_id=active.scope_id, schedule_id=active.schedule_id, generation=active.generation,
         state="pending", kind__in=("nominal", "recovery")).count()
 
 
 def _active_generation(schedule: ScheduleDefinition) -> ScheduleGeneration | None:
-    return ScheduleGeneration.objects.filter(
+    return scoping.store_rows(ScheduleGeneration).filter(
         scope_id=schedule.scope_id, schedule_id=schedule.schedule_id,
         generation=schedule.active_generation).first()
 
@@ -306,13 +308,13 @@ def run_now_allowed(schedule: ScheduleDefinition) -> bool:
     active = _active_generation(schedule)
     if active is None:
         return False
-    latest = (Occurrence.objects.filter(scope_id=schedule.scope_id,
+    latest = (scoping.store_rows(Occurrence).filter(scope_id=schedule.scope_id,
                                         schedule_id=schedule.schedule_id, work_id__isnull=False)
               .order_by("-id").values_list("work_id", flat=True).first())
-    occupied = latest is not None and Work.objects.filter(
+    occupied = latest is not None and scoping.store_rows(Work).filter(
         scope_id=schedule.scope_id, work_id=latest).exclude(
         state__in=TERMINAL_WORK_STATES).exists()
-    coalesced = active.overlap_policy == "queue_one" and Occurrence.objects.filter(
+    coalesced = active.overlap_policy == "queue_one" and scoping.store_rows(Occurrence).filter(
         scope_id=active.scope_id, schedule_id=active.schedule_id, generation=active.generation,
         state="pending", kind="coalesced").exists()
     return trigger_allowed(active.overlap_policy, occupied=occupied,
@@ -331,7 +333,8 @@ def unresolved_permit(work: Work) -> WorkPermit | None:
     """The permit a proof resolves: the most recent unresolved admitted one
     (docs/protocol/work.md)."""
     return (
-        WorkPermit.objects.filter(scope_id=work.scope_id, work_id=work.work_id, outcome=None)
+        scoping.store_rows(WorkPermit)
+        .filter(scope_id=work.scope_id, work_id=work.work_id, outcome=None)
         .order_by("-permit_no")
         .first()
     )
@@ -342,23 +345,25 @@ def work_timeline(work: Work, request=None) -> dict:
     scope_id = work.scope_id
     source = None
     if work.source_occurrence_id is not None:
-        source = Occurrence.objects.filter(scope_id=scope_id, id=work.source_occurrence_id).first()
+        source = scoping.store_rows(Occurrence).filter(
+            scope_id=scope_id, id=work.source_occurrence_id).first()
     schedule = None
     if source is not None:
-        schedule = ScheduleDefinition.objects.filter(
+        schedule = scoping.store_rows(ScheduleDefinition).filter(
             scope_id=scope_id, schedule_id=source.schedule_id
         ).first()
     return {
         "now": database_now(request),
         "permits": list(
-            WorkPermit.objects.filter(scope_id=scope_id, work_id=work.work_id).order_by("permit_no")
+            scoping.store_rows(WorkPermit).filter(scope_id=scope_id, work_id=work.work_id)
+            .order_by("permit_no")
         ),
         "unresolved_permit": unresolved_permit(work),
         "quarantine": _with_json(
-            WorkQuarantine.objects.filter(scope_id=scope_id, work_id=work.work_id)
+            scoping.store_rows(WorkQuarantine).filter(scope_id=scope_id, work_id=work.work_id)
             .order_by("-recorded_at", "-id"), result_text="result"),
         "history": _with_json(
-            WorkHistory.objects.filter(scope_id=scope_id, work_id=work.work_id)
+            scoping.store_rows(WorkHistory).filter(scope_id=scope_id, work_id=work.work_id)
             .order_by("-recorded_at", "-id")[:RECENT], detail_text="detail"),
         "source_occurrence": source,
         "source_schedule": schedule,

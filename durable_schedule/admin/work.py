@@ -11,7 +11,7 @@ from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.db.models import OuterRef, Subquery
 
-from durable_schedule.admin import actions, timeline
+from durable_schedule.admin import actions, scoping, timeline
 from durable_schedule.admin.base import ReadOnlyScopedAdmin, RoutedReadOnlyAdmin, admin_link
 from durable_schedule.admin.filters import DistinctValuesFilter, choices_filter
 from durable_schedule.store.models import (
@@ -107,7 +107,8 @@ class _ByWork(ReadOnlyScopedAdmin):
     uuid_search_field = "work_id"
 
     def get_queryset(self, request):
-        work = Work.objects.filter(scope_id=OuterRef("scope_id"), work_id=OuterRef("work_id"))
+        work = scoping.store_rows(Work).filter(scope_id=OuterRef("scope_id"),
+                                               work_id=OuterRef("work_id"))
         return super().get_queryset(request).annotate(work_pk=Subquery(work.values("id")[:1]))
 
     @admin.display(description="work", ordering="work_id")

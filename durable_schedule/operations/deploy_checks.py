@@ -49,7 +49,8 @@ def check_deployment(app_configs=None, **kwargs):
             out.extend(_next_month_partition(cur))
             out.extend(_clock_seam(cur))
     except DatabaseError as exc:
-        out.append(checks.Warning(f"cannot read the durable_schedule store: {exc}",
+        out.append(checks.Warning("cannot read the durable_schedule store on DATABASES"
+                                  f"[{conf.database_alias()!r}]: {exc}",
                                   id="durable_schedule.W013"))
     return out
 

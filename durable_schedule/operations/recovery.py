@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from durable_schedule.errors import DurableError
+from durable_schedule.errors import DurableError, InvalidArgument
 from durable_schedule.operations.status import collect
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.transactions import connection
@@ -49,9 +49,17 @@ def bump_runtime_epoch(*, dry_run: bool, using: str | None = None) -> EpochBump:
 
 
 def release_all(*, actor: str, dry_run: bool, using: str | None = None) -> list[ReleaseOutcome]:
-    """Release every schedule suspended for a runtime-epoch mismatch, one call per schedule."""
-    from durable_schedule import schedules
+    """Release every schedule suspended for a runtime-epoch mismatch, one call per schedule.
 
+    The releases go through ``schedules.release_after_recovery``, which runs on the store's
+    alias only: a ``using`` naming another alias is refused (DS406) before anything is read,
+    since the list would come from one database and the releases go to another."""
+    from durable_schedule import conf, schedules
+
+    if using not in (None, "") and connection(using).alias != conf.database_alias():
+        raise InvalidArgument("release_all releases on the store's alias "
+                              "(DURABLE_SCHEDULE['DATABASE']) only; nothing was read or written",
+                              got=repr(using)[:80], store=conf.database_alias())
     outcomes: list[ReleaseOutcome] = []
     for s in collect(using=using).suspended_schedules:
         if s.reason != RELEASABLE_REASON:

@@ -86,6 +86,8 @@ class StatusReport:
     migrated: bool
     reachable: bool = True
     unreachable_reason: str | None = None
+    #: The DATABASES alias the report reads (the store's, or collect()'s ``using``).
+    database: str | None = None
     schema_version: int | None = None
     compatibility_floor: int | None = None
     code_schema_version: int = SCHEMA_VERSION
@@ -137,11 +139,11 @@ class StatusReport:
         if not self.reachable:
             return [f"DS426: the store cannot be reached: {self.unreachable_reason}"]
         if not self.migrated:
-            return ["DS402: the store is not migrated (run manage.py migrate)"]
+            return [f"DS402: the store is not migrated (run {_migrate(self.database)})"]
         out: list[str] = []
         if (self.schema_version or 0) < self.required_schema:
             out.append(f"DS401: schema {self.schema_version} is below the required "
-                       f"{self.required_schema}")
+                       f"{self.required_schema} (run {_migrate(self.database)})")
         if (self.compatibility_floor or 0) > self.code_schema_version:
             out.append(f"DS401: the store demands code of schema >= {self.compatibility_floor}")
         out.extend(f"DS304: {p}" for p in self.role_problems)
@@ -201,6 +203,14 @@ class StatusReport:
         return data
 
 
+def _migrate(alias: str | None) -> str:
+    """The command that migrates the report's database: ``migrate --database <alias>`` when it
+    is another alias than "default" (a plain ``migrate`` would leave it as it is)."""
+    from durable_schedule.checks import migrate_command
+
+    return migrate_command(alias or conf.database_alias())
+
+
 #: What fixes Work suspended for each reason (docs/work.md "Suspension reasons"): a proof only
 #: for an unknown reconciliation verdict; a definition not deployed needs a deploy and resume.
 SUSPENDED_WORK_FIX = {
@@ -227,7 +237,16 @@ def _iso(value: datetime | None) -> str | None:
 def unreachable(exc: BaseException) -> StatusReport:
     """The report for a store that could not be reached (exit 2, still valid JSON)."""
     reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-    return StatusReport(migrated=False, reachable=False, unreachable_reason=reason)
+    return StatusReport(migrated=False, reachable=False, unreachable_reason=reason,
+                        database=_store_alias())
+
+
+def _store_alias() -> str | None:
+    """The store's alias, or None when the setting itself is wrong (E005 names it)."""
+    try:
+        return conf.database_alias()
+    except conf.InvalidSettings:
+        return None
 
 
 def collect(*, using: str | None = None,
@@ -239,6 +258,7 @@ def collect(*, using: str | None = None,
         schema = inspection.schema_report(cur)
         report = StatusReport(
             migrated=schema.migrated,
+            database=cur.db.alias,
             schema_version=schema.schema_version,
             compatibility_floor=schema.compatibility_floor,
             runtime_epoch=schema.runtime_epoch,
