@@ -262,6 +262,7 @@ class _Operations:
         form = op.form(request.POST if request.method == "POST" else None,
                        initial=self.operation_initial(op))
         if request.method == "POST" and form.is_valid():
+            self.check_posted_fields(request, rows)
             if len(rows) < len(ids):
                 self.message_user(request, f"{len(ids) - len(rows)} selected row(s) were not "
                                   "found in your scopes and were left alone.", messages.WARNING)
@@ -290,6 +291,22 @@ class _Operations:
 
     def operation_rows_context(self, request, op: Operation, rows) -> dict:
         return {}
+
+    #: The per-row fields the confirmation page always posts (``{pk}``: the row's id).
+    posted_per_row: tuple[str, ...] = ()
+
+    def check_posted_fields(self, request, rows) -> None:
+        """Refuse, before any row is handled, a POST that lacks a field our confirmation page
+        always carries: it is not one of ours, and reading the missing value at POST time
+        would skip the check it exists for (the stale-revision refusal, DS106). A 400 with
+        DS406 that changes nothing, like a malformed selection."""
+        for row in rows:
+            for template in self.posted_per_row:
+                name = template.format(pk=row.pk)
+                if request.POST.get(name, "") == "":
+                    exc = InvalidArgument(f"{name} is missing: post the confirmation page as "
+                                          "the admin renders it", field=name, got="")
+                    raise BadRequest(refusal(exc))
 
     def operation_initial(self, op: Operation) -> dict:
         return {}
@@ -346,6 +363,8 @@ SCHEDULE_OPERATIONS = {
 
 class ScheduleOperations(_Operations):
     operations = SCHEDULE_OPERATIONS
+    # The revision the page showed for each row: every schedule operation posts it.
+    posted_per_row = ("revision-{pk}",)
     actions = ("suspend_selected", "release_selected", "pause_selected", "resume_selected",
                "delete_selected_schedules")
 
@@ -410,12 +429,12 @@ class ScheduleOperations(_Operations):
         label = f"{row.scope_id}/{row.schedule_id}"
         # The revision the operator saw on the confirmation page: a schedule changed since then
         # is refused (DS106 RevisionMismatch) instead of being changed unseen.
+        # Never absent here: check_posted_fields refused a POST without it.
         try:
-            seen = _posted_number(request, f"revision-{row.pk}")
+            expected = _posted_number(request, f"revision-{row.pk}")
         except DurableError as exc:
             self.message_user(request, f"{label}: refused — {refusal(exc)}", messages.ERROR)
             return
-        expected = row.revision if seen is None else seen
         if op.name == "suspend":
             def call():
                 info = schedules.suspend(row.scope_id, row.schedule_id, data["reason"],
