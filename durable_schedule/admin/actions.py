@@ -439,7 +439,8 @@ class ScheduleOperations(_Operations):
             def call():
                 info = schedules.suspend(row.scope_id, row.schedule_id, data["reason"],
                                          actor=actor, expected_revision=expected)
-                # suspend() returns a schedule that is not active unchanged (no error).
+                # suspend() returns a suspended or completed schedule unchanged (no error;
+                # a paused one is refused, DS175).
                 if info.revision == expected:
                     return f"unchanged, the schedule is {info.state}."
                 return f"suspended (revision {info.revision})."
