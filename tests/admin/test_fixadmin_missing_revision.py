@@ -101,3 +101,17 @@ def test_the_page_the_admin_renders_still_works(csrf_client, superuser,
     [message] = messages_of(response)
     assert "suspended (revision" in message
     assert ScheduleHistory.objects.filter(event="suspended").exists()
+
+
+def test_suspend_of_a_paused_row_is_reported_refused_with_ds175(csrf_client, superuser,
+                                                                schedules):  # noqa: F811
+    from durable_schedule import schedules as api
+
+    pk = schedules["active"]
+    api.pause("tenant-a", "active-1", "maintenance", actor="alice")
+    before, events = state(pk), history(pk)
+    csrf_client.force_login(superuser)
+    response = confirm(csrf_client, "suspend", pk, data={"reason": "outage"})
+    [message] = messages_of(response)
+    assert "refused — DS175" in message
+    assert state(pk) == before and history(pk) == events
