@@ -289,6 +289,16 @@ class TimeZoneUnavailable(UnevaluableGeneration):
     )
 
 
+# DS175-DS176: schedule lifecycle, further refusals (docs/schedules.md).
+class ScheduleNotSuspendable(ScheduleError):
+    code = "DS175"
+    next_action = (
+        "Only an active schedule can be suspended; a paused one is already stopped: resume() "
+        "it first if it must be suspended, or leave it paused (docs/schedules.md \"Decisions "
+        "recorded\")."
+    )
+
+
 # ---------------------------------------------------------------- DS125-DS139 cron schedules
 class InvalidCronExpression(ScheduleError):
     code = "DS125"

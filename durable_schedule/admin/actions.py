@@ -34,7 +34,7 @@ from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 
 from durable_schedule.admin import scoping, timeline
-from durable_schedule.errors import DurableError, InvalidArgument, WorkStateConflict
+from durable_schedule.errors import DurableError, InvalidArgument, ProofRefused, WorkStateConflict
 from durable_schedule.evaluation.cron.fence import REASON as TZ_RULES_CHANGED
 
 #: The most rows one operation handles (the ids travel in the URL).
@@ -262,6 +262,7 @@ class _Operations:
         form = op.form(request.POST if request.method == "POST" else None,
                        initial=self.operation_initial(op))
         if request.method == "POST" and form.is_valid():
+            self.check_posted_fields(request, rows, op)
             if len(rows) < len(ids):
                 self.message_user(request, f"{len(ids) - len(rows)} selected row(s) were not "
                                   "found in your scopes and were left alone.", messages.WARNING)
@@ -290,6 +291,25 @@ class _Operations:
 
     def operation_rows_context(self, request, op: Operation, rows) -> dict:
         return {}
+
+    #: The per-row fields the confirmation page always posts (``{pk}``: the row's id).
+    posted_per_row: tuple[str, ...] = ()
+
+    def posted_fields_of(self, op: Operation | None) -> tuple[str, ...]:
+        return self.posted_per_row
+
+    def check_posted_fields(self, request, rows, op: Operation | None = None) -> None:
+        """Refuse, before any row is handled, a POST that lacks a field our confirmation page
+        always carries: it is not one of ours, and reading the missing value at POST time
+        would skip the check it exists for (the stale-revision refusal, DS106). A 400 with
+        DS406 that changes nothing, like a malformed selection."""
+        for row in rows:
+            for template in self.posted_fields_of(op):
+                name = template.format(pk=row.pk)
+                if request.POST.get(name, "") == "":
+                    exc = InvalidArgument(f"{name} is missing: post the confirmation page as "
+                                          "the admin renders it", field=name, got="")
+                    raise BadRequest(refusal(exc))
 
     def operation_initial(self, op: Operation) -> dict:
         return {}
@@ -346,6 +366,8 @@ SCHEDULE_OPERATIONS = {
 
 class ScheduleOperations(_Operations):
     operations = SCHEDULE_OPERATIONS
+    # The revision the page showed for each row: every schedule operation posts it.
+    posted_per_row = ("revision-{pk}",)
     actions = ("suspend_selected", "release_selected", "pause_selected", "resume_selected",
                "delete_selected_schedules")
 
@@ -410,17 +432,18 @@ class ScheduleOperations(_Operations):
         label = f"{row.scope_id}/{row.schedule_id}"
         # The revision the operator saw on the confirmation page: a schedule changed since then
         # is refused (DS106 RevisionMismatch) instead of being changed unseen.
+        # Never absent here: check_posted_fields refused a POST without it.
         try:
-            seen = _posted_number(request, f"revision-{row.pk}")
+            expected = _posted_number(request, f"revision-{row.pk}")
         except DurableError as exc:
             self.message_user(request, f"{label}: refused — {refusal(exc)}", messages.ERROR)
             return
-        expected = row.revision if seen is None else seen
         if op.name == "suspend":
             def call():
                 info = schedules.suspend(row.scope_id, row.schedule_id, data["reason"],
                                          actor=actor, expected_revision=expected)
-                # suspend() returns a schedule that is not active unchanged (no error).
+                # suspend() returns a suspended or completed schedule unchanged (no error;
+                # a paused one is refused, DS175).
                 if info.revision == expected:
                     return f"unchanged, the schedule is {info.state}."
                 return f"suspended (revision {info.revision})."
@@ -463,6 +486,8 @@ class ScheduleOperations(_Operations):
 
 
 # ---------------------------------------------------------------- Work
+#: What the proof page posts as ``permit-<pk>`` for a row it showed no unresolved permit for.
+NO_PERMIT = "none"
 WORK_CONFIRM = "admin/durable_schedule/work_operation_confirm.html"
 WORK_OPERATIONS = {
     "proof": Operation("proof", "Record proof for suspended Work", "record proof",
@@ -536,6 +561,10 @@ class WorkOperations(_Operations):
     def record_proof_selected(self, request, queryset):
         return _redirect_to_operation(self, request, queryset, "proof")
 
+    def posted_fields_of(self, op: Operation | None) -> tuple[str, ...]:
+        # The proof page names, per row, the permit the proof resolves (NO_PERMIT: none).
+        return ("permit-{pk}",) if op is not None and op.name == "proof" else ()
+
     def operation_rows_context(self, request, op, rows) -> dict:
         if op.name == "cancel_work":
             now = timeline.database_now(request)
@@ -567,6 +596,12 @@ class WorkOperations(_Operations):
         outcome = data["outcome"]
         # The permit the confirmation page named: if another one is the most recent unresolved
         # permit by now, the API refuses (DS213) instead of resolving a permit nobody looked at.
+        if request.POST.get(f"permit-{row.pk}") == NO_PERMIT:
+            # The page showed no unresolved permit: any permit there is now, nobody looked at.
+            exc = ProofRefused("the confirmation page showed no unresolved permit to resolve",
+                               work_id=str(row.work_id))
+            self.message_user(request, f"{label}: refused — {refusal(exc)}", messages.ERROR)
+            return
         try:
             expected = _posted_number(request, f"permit-{row.pk}")
         except DurableError as exc:

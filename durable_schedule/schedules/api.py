@@ -32,6 +32,7 @@ from durable_schedule.errors import (
     ScheduleDeleted,
     ScheduleNeverFires,
     ScheduleNotFound,
+    ScheduleNotSuspendable,
     ScheduleNotSuspended,
     UnknownWorkTarget,
 )
@@ -555,7 +556,9 @@ def suspend(scope: str, schedule_id: str, reason: str, actor: str = "", *,
     """Operator action: stop an active schedule (reason ``operator``, the note as evidence).
 
     A schedule that is already suspended or completed is returned unchanged. Resume it with
-    ``update()`` (a new generation; nothing missed meanwhile is back-filled).
+    ``update()`` (a new generation; nothing missed meanwhile is back-filled). A paused one is
+    refused with ``ScheduleNotSuspendable`` (DS175): returning it unchanged would drop the
+    note unseen, and suspending it would turn a ``resume()`` into a new generation.
     """
     validate_scope_id(scope)
     schedule_id = check.schedule_id(schedule_id)
@@ -566,6 +569,9 @@ def suspend(scope: str, schedule_id: str, reason: str, actor: str = "", *,
         now = records.transaction_clock(cur)
         fences = records.lock_fences(cur, scope)
         d = _locked(cur, scope, schedule_id, expected_revision)
+        if d.state == "paused":
+            raise ScheduleNotSuspendable("a paused schedule cannot be suspended",
+                                         schedule_id=schedule_id, state=d.state)
         if d.state != "active":
             return from_definition(scope, d)
         evidence = {"note": reason, "actor": actor, "cursor_utc": records.iso(d.cursor_utc)}

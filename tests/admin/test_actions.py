@@ -55,6 +55,12 @@ def token_from(response) -> str:
     return match.group(1).decode()
 
 
+def revisions_from(page) -> dict[str, str]:
+    """The per-row revisions the confirmation page posts (its hidden ``revision-<pk>`` inputs)."""
+    found = re.findall(rb'name="(revision-\d+)" value="(\d+)"', page.content)
+    return {name.decode(): value.decode() for name, value in found}
+
+
 def confirm(client, operation, *pks, data=None, scope=None):
     """GET the confirmation page, then POST it with its token; returns the followed response."""
     url = operate_url(operation, *pks, scope=scope)
@@ -307,7 +313,8 @@ def test_operation__returns_to_the_detail_page_but_never_off_site(csrf_client, s
         url = operate_url("suspend", pk) + f"&next={target}"
         page = csrf_client.get(url)
         response = csrf_client.post(url, {"csrfmiddlewaretoken": token_from(page),
-                                          "ids": str(pk), "reason": "x", "next": target})
+                                          "ids": str(pk), "reason": "x", "next": target,
+                                          **revisions_from(page)})
         assert response.status_code == 302
         assert response["Location"] == expected
 

@@ -10,7 +10,14 @@ from django.urls import reverse
 
 from durable_schedule import schedules
 from durable_schedule.store.models import ScheduleDefinition
-from tests.admin.test_actions import confirm, messages_of, operate_url, state, token_from
+from tests.admin.test_actions import (
+    confirm,
+    messages_of,
+    operate_url,
+    revisions_from,
+    state,
+    token_from,
+)
 from tests.schedules.conftest import SCOPE, T0, TEN, works
 
 pytestmark = pytest.mark.django_db
@@ -62,7 +69,8 @@ def test_trigger__from_the_admin_posting_the_page_twice_runs_once(csrf_client, s
     page = csrf_client.get(operate_url("trigger", pk))
     token = token_from(page)
     request_id = page.context["form"].initial["request_id"]
-    data = {"csrfmiddlewaretoken": token, "ids": str(pk), "request_id": request_id}
+    data = {"csrfmiddlewaretoken": token, "ids": str(pk), "request_id": request_id,
+            **revisions_from(page)}
     first = csrf_client.post(operate_url("trigger", pk), data, follow=True)
     second = csrf_client.post(operate_url("trigger", pk), data, follow=True)
     assert "running now" in messages_of(first)[0]

@@ -18,6 +18,7 @@ from django.urls import reverse
 
 from durable_schedule import conf
 from durable_schedule.admin import scoping
+from tests.admin.test_actions import revisions_from
 from tests.admin.test_pages import MODELS, change, changelist, row_scope
 
 pytestmark = pytest.mark.django_db
@@ -198,7 +199,7 @@ def test_binding_rls__an_operation_reads_and_acts_in_the_named_scope(client, sup
     url += f"?ids={pk}&scope=tenant-a"
     page = client.get(url)
     assert [r.pk for r in page.context["rows"]] == [pk]
-    client.post(url, {"ids": str(pk), "reason": "rls"})
+    client.post(url, {"ids": str(pk), "reason": "rls", **revisions_from(page)})
     with connection.cursor() as cur:
         cur.execute("select set_config('durable_schedule.scope_id', 'tenant-a', true)")
         assert ScheduleDefinition.objects.get(pk=pk).state == "suspended"

@@ -38,9 +38,8 @@ def post_proof(client, *works, data, tamper=None):
     assert page.status_code == 200
     form = {"csrfmiddlewaretoken": token_from(page), "ids": ",".join(str(w["pk"]) for w in works),
             **data}
-    for row, permit in page.context["proof_rows"]:
-        if permit is not None:
-            form[f"permit-{row.pk}"] = str(permit.permit_no)
+    for row, permit in page.context["proof_rows"]:  # as the page posts it
+        form[f"permit-{row.pk}"] = "none" if permit is None else str(permit.permit_no)
     form.update(tamper or {})
     return client.post(url, form, follow=True)
 

@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from durable_schedule import schedules, work
 from durable_schedule.store.models import ScheduleDefinition, Work
+from tests.admin.test_actions import revisions_from
 from tests.alias.conftest import ALIAS, DATABASES
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=DATABASES)
@@ -80,8 +81,9 @@ def test_suspend_action_on_the_store_alias(client, superuser, on_store, report):
     pk = ScheduleDefinition.objects.using(ALIAS).get(schedule_id="nightly").pk
     url = (reverse("admin:durable_schedule_scheduledefinition_operate", args=["suspend"])
            + f"?ids={pk}&scope=tenant-s")
-    assert client.get(url).status_code == 200
-    client.post(url, {"ids": str(pk), "reason": "vendor outage"})
+    page = client.get(url)
+    assert page.status_code == 200
+    client.post(url, {"ids": str(pk), "reason": "vendor outage", **revisions_from(page)})
     assert schedules.get("tenant-s", "nightly").state == "suspended"
 
 

@@ -12,7 +12,7 @@ from django.test import Client
 from durable_schedule import schedules
 from durable_schedule.store.models import ScheduleDefinition
 from tests.admin.conftest import _user
-from tests.admin.test_actions import token_from
+from tests.admin.test_actions import revisions_from, token_from
 from tests.schedules import processes
 from tests.schedules.conftest import MINUTE, SCOPE, SECOND, T0, TEN, rows, run_pass
 
@@ -41,7 +41,8 @@ def test_bulk_pause__racing_two_processor_processes_leaves_every_schedule_paused
     first = racers[0].stdout.readline()
     assert first.startswith("pass "), first
     response = csrf_client.post(url, {"csrfmiddlewaretoken": token_from(page),
-                                      "ids": ",".join(map(str, pks)), "note": "freeze"},
+                                      "ids": ",".join(map(str, pks)), "note": "freeze",
+                                      **revisions_from(page)},
                                 follow=True)
     outputs = [p.communicate(timeout=300) for p in racers]
     for proc, (_, err) in zip(racers, outputs, strict=True):
