@@ -70,13 +70,21 @@ def check_store(app_configs=None, **kwargs):
     backend names in ``OPTIONS["DATABASE"]``: that backend accepts its tasks' Work there, so an
     unmigrated one failed only at the first ``enqueue`` (DS402), never at ``check``."""
     try:
-        store = conf.database_alias()
+        aliases = store_aliases()
     except conf.InvalidSettings:
         return []  # no store to read: the settings check (E005) names the setting
     out: list[checks.CheckMessage] = []
-    for alias in dict.fromkeys([store, *_task_backend_aliases()]):
+    for alias in aliases:
         out.extend(_check_alias(alias))
     return out
+
+
+def store_aliases() -> list[str]:
+    """Every alias the store lives on: DURABLE_SCHEDULE['DATABASE'] first, then each alias a
+    durable tasks backend names in ``OPTIONS["DATABASE"]`` (once each). The system check reads
+    them all and the migrate hooks of apps.py act on them all. Raises conf.InvalidSettings for
+    a malformed DURABLE_SCHEDULE."""
+    return list(dict.fromkeys([conf.database_alias(), *_task_backend_aliases()]))
 
 
 #: How a TASKS entry names this package's backend (its public path and the module's own).
