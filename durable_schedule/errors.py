@@ -670,6 +670,17 @@ class SchemaMissing(OperationsError):
     code = "DS402"
     next_action = "Run `manage.py migrate` to create the durable_schedule store."
 
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message, **context)
+        using = context.get("using")
+        if isinstance(using, str):
+            # A plain `migrate` migrates "default" only: on another alias it leaves the store
+            # missing, so name the command that builds it there.
+            from durable_schedule.checks import migrate_command
+
+            self.next_action = (f"Run `{migrate_command(using)}` to create the durable_schedule "
+                                "store.")
+
 
 class TransientDatabaseError(OperationsError):
     code = "DS403"
