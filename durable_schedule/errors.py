@@ -661,9 +661,32 @@ class OperationsError(DurableError):
     code = "DS400"
 
 
+def alias_of(cur) -> str | None:
+    """The DATABASES alias a Django cursor is on (for an error's ``using`` context), None for a
+    bare psycopg cursor."""
+    alias = getattr(getattr(cur, "db", None), "alias", None)
+    return alias if isinstance(alias, str) else None
+
+
+def _name_the_migrate_command(error: DurableError, template: str) -> None:
+    """A plain `migrate` migrates "default" only and leaves a store on another alias as it is:
+    when the error knows its alias (context ``using``), its next action names the command that
+    migrates that one (checks.migrate_command)."""
+    using = error.context.get("using")
+    if isinstance(using, str):
+        from durable_schedule.checks import migrate_command
+
+        error.next_action = template.format(migrate=migrate_command(using))
+
+
 class SchemaBelowFloor(OperationsError):
     code = "DS401"
     next_action = "Run `manage.py migrate` before starting this version of durable_schedule."
+
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message, **context)
+        _name_the_migrate_command(
+            self, "Run `{migrate}` before starting this version of durable_schedule.")
 
 
 class SchemaMissing(OperationsError):
@@ -672,14 +695,7 @@ class SchemaMissing(OperationsError):
 
     def __init__(self, message: str, **context: Any) -> None:
         super().__init__(message, **context)
-        using = context.get("using")
-        if isinstance(using, str):
-            # A plain `migrate` migrates "default" only: on another alias it leaves the store
-            # missing, so name the command that builds it there.
-            from durable_schedule.checks import migrate_command
-
-            self.next_action = (f"Run `{migrate_command(using)}` to create the durable_schedule "
-                                "store.")
+        _name_the_migrate_command(self, "Run `{migrate}` to create the durable_schedule store.")
 
 
 class TransientDatabaseError(OperationsError):

@@ -61,3 +61,17 @@ def test_the_set_role_problem_on_another_alias_names_its_migrate_command():
         "the database user may not SET ROLE durable_dispatcher: every transaction that enters "
         "it fails (DS302) (run manage.py migrate --database store; else a DBA runs GRANT "
         f'durable_dispatcher TO "{USER}";)']
+
+
+def test_ds401_on_another_alias_names_its_migrate_command():
+    from durable_schedule.errors import SchemaBelowFloor
+    from durable_schedule.work.runtime import check_floor
+
+    with connections[ALIAS].cursor() as cur:
+        cur.execute("update durable_schedule_store set schema_version = 1, compatibility_floor = 1")
+        with pytest.raises(SchemaBelowFloor) as caught:
+            check_floor(cur)  # what every claim of process_work reads first
+    assert caught.value.context["using"] == ALIAS
+    assert caught.value.next_action == ("Run `manage.py migrate --database store` before "
+                                        "starting this version of durable_schedule.")
+    assert SchemaBelowFloor("x", using="default").next_action == SchemaBelowFloor.next_action
