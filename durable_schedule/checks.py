@@ -87,20 +87,18 @@ def store_aliases() -> list[str]:
     return list(dict.fromkeys([conf.database_alias(), *_task_backend_aliases()]))
 
 
-#: How a TASKS entry names this package's backend (its public path and the module's own).
-_DURABLE_BACKENDS = ("durable_schedule.tasks.DurableBackend",
-                     "durable_schedule.tasks.backend.DurableBackend")
-
-
 def _task_backend_aliases() -> list[str]:
-    """The aliases durable tasks backends name in ``OPTIONS["DATABASE"]``. A malformed entry is
-    left to the tasks framework's own checks and the backend's validation."""
+    """The aliases durable tasks backends (a project's subclass too, which accepts its Work the
+    same way) name in ``OPTIONS["DATABASE"]``. A malformed entry is left to the tasks
+    framework's own checks and the backend's validation."""
+    from durable_schedule.apps import _is_durable_backend
+
     tasks = getattr(settings, "TASKS", None)
     if not isinstance(tasks, dict):
         return []
     aliases = []
     for entry in tasks.values():
-        if not isinstance(entry, dict) or entry.get("BACKEND") not in _DURABLE_BACKENDS:
+        if not isinstance(entry, dict) or not _is_durable_backend(entry.get("BACKEND")):
             continue
         options = entry.get("OPTIONS")
         alias = options.get("DATABASE") if isinstance(options, dict) else None
