@@ -28,13 +28,15 @@ def _complete_role_memberships(sender, using="default", **kwargs) -> None:
     Idempotent, one catalog query when nothing is missing; also heals a store migrated before."""
     from django.db import connections
 
-    from durable_schedule import conf
+    from durable_schedule.checks import store_aliases
     from durable_schedule.store.inspection import DISPATCHER_ROLE, RUNTIME_ROLE
     from durable_schedule.store.sqlfiles import query
 
     conn = connections[using]
-    if using != conf.database_alias() or conn.vendor != "postgresql":
-        return  # the store lives on DURABLE_SCHEDULE['DATABASE'] only
+    if using not in store_aliases() or conn.vendor != "postgresql":
+        # Not only DURABLE_SCHEDULE['DATABASE']: a durable tasks backend's OPTIONS["DATABASE"]
+        # holds a store too, and a creator there would otherwise fail every call with DS302.
+        return
     with conn.cursor() as cur:
         cur.execute(query("inspection_queries.sql", "roles_owner_may_grant_itself_set"),
                     [[RUNTIME_ROLE, DISPATCHER_ROLE]])
@@ -52,12 +54,15 @@ def _refuse_roles_the_owner_cannot_join(sender, using="default", plan=None, **kw
     from django.core.management import CommandError
     from django.db import connections
 
-    from durable_schedule import conf
+    from durable_schedule.checks import store_aliases
 
-    if using != conf.database_alias() or not any(
+    if using not in store_aliases() or not any(
             migration.app_label == "durable_schedule" and migration.name == "0001_initial"
             and not backwards for migration, backwards in plan or ()):
-        return  # another database of the project (its plan lists every app), or no roles step
+        # A database the store does not live on (its plan lists every app; the store lives on
+        # DURABLE_SCHEDULE['DATABASE'] and each durable tasks backend's OPTIONS["DATABASE"]),
+        # or no roles step.
+        return
     from durable_schedule.checks import engine_problem
     from durable_schedule.errors import UnsupportedDatabase
 

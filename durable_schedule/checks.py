@@ -70,29 +70,35 @@ def check_store(app_configs=None, **kwargs):
     backend names in ``OPTIONS["DATABASE"]``: that backend accepts its tasks' Work there, so an
     unmigrated one failed only at the first ``enqueue`` (DS402), never at ``check``."""
     try:
-        store = conf.database_alias()
+        aliases = store_aliases()
     except conf.InvalidSettings:
         return []  # no store to read: the settings check (E005) names the setting
     out: list[checks.CheckMessage] = []
-    for alias in dict.fromkeys([store, *_task_backend_aliases()]):
+    for alias in aliases:
         out.extend(_check_alias(alias))
     return out
 
 
-#: How a TASKS entry names this package's backend (its public path and the module's own).
-_DURABLE_BACKENDS = ("durable_schedule.tasks.DurableBackend",
-                     "durable_schedule.tasks.backend.DurableBackend")
+def store_aliases() -> list[str]:
+    """Every alias the store lives on: DURABLE_SCHEDULE['DATABASE'] first, then each alias a
+    durable tasks backend names in ``OPTIONS["DATABASE"]`` (once each). The system check reads
+    them all and the migrate hooks of apps.py act on them all. Raises conf.InvalidSettings for
+    a malformed DURABLE_SCHEDULE."""
+    return list(dict.fromkeys([conf.database_alias(), *_task_backend_aliases()]))
 
 
 def _task_backend_aliases() -> list[str]:
-    """The aliases durable tasks backends name in ``OPTIONS["DATABASE"]``. A malformed entry is
-    left to the tasks framework's own checks and the backend's validation."""
+    """The aliases durable tasks backends (a project's subclass too, which accepts its Work the
+    same way) name in ``OPTIONS["DATABASE"]``. A malformed entry is left to the tasks
+    framework's own checks and the backend's validation."""
+    from durable_schedule.apps import _is_durable_backend
+
     tasks = getattr(settings, "TASKS", None)
     if not isinstance(tasks, dict):
         return []
     aliases = []
     for entry in tasks.values():
-        if not isinstance(entry, dict) or entry.get("BACKEND") not in _DURABLE_BACKENDS:
+        if not isinstance(entry, dict) or not _is_durable_backend(entry.get("BACKEND")):
             continue
         options = entry.get("OPTIONS")
         alias = options.get("DATABASE") if isinstance(options, dict) else None

@@ -671,14 +671,41 @@ class OperationsError(DurableError):
     code = "DS400"
 
 
+def alias_of(cur) -> str | None:
+    """The DATABASES alias a Django cursor is on (for an error's ``using`` context), None for a
+    bare psycopg cursor."""
+    alias = getattr(getattr(cur, "db", None), "alias", None)
+    return alias if isinstance(alias, str) else None
+
+
+def _name_the_migrate_command(error: DurableError, template: str) -> None:
+    """A plain `migrate` migrates "default" only and leaves a store on another alias as it is:
+    when the error knows its alias (context ``using``), its next action names the command that
+    migrates that one (checks.migrate_command)."""
+    using = error.context.get("using")
+    if isinstance(using, str):
+        from durable_schedule.checks import migrate_command
+
+        error.next_action = template.format(migrate=migrate_command(using))
+
+
 class SchemaBelowFloor(OperationsError):
     code = "DS401"
     next_action = "Run `manage.py migrate` before starting this version of durable_schedule."
+
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message, **context)
+        _name_the_migrate_command(
+            self, "Run `{migrate}` before starting this version of durable_schedule.")
 
 
 class SchemaMissing(OperationsError):
     code = "DS402"
     next_action = "Run `manage.py migrate` to create the durable_schedule store."
+
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message, **context)
+        _name_the_migrate_command(self, "Run `{migrate}` to create the durable_schedule store.")
 
 
 class TransientDatabaseError(OperationsError):

@@ -82,7 +82,7 @@ class Heartbeat:
 
             if sqlstate_of(exc) == "42883":  # undefined_function: a store older than the code
                 raise SchemaBelowFloor("the store has no durable_runner_beat() function "
-                                       "(schema below 5)") from exc
+                                       "(schema below 5)", using=self.using) from exc
             if not is_transient(exc):
                 raise  # a missing grant: the runner must not run unseen
             self._state_change(True, exc)  # the database is away: the thread keeps trying

@@ -45,7 +45,7 @@ from durable_schedule.barriers import (
     SCHEDULE_WORK_AFTER_ACCEPTANCE,
     barrier,
 )
-from durable_schedule.errors import DurableError, SchemaBelowFloor, SchemaMissing
+from durable_schedule.errors import DurableError, SchemaBelowFloor, SchemaMissing, alias_of
 from durable_schedule.evaluation.decision import Decision
 from durable_schedule.frozen import maker
 from durable_schedule.processor import lifecycle as hooks
@@ -177,12 +177,14 @@ class _Batch:
         if not fenced:
             # As records.lock_fences: the scope row exists (routed found it), so the store row
             # is missing (an unmigrated or damaged store).
-            raise SchemaMissing("the store row or the scope row is missing", scope=scope_id)
+            raise SchemaMissing("the store row or the scope row is missing", scope=scope_id,
+                                using=alias_of(cur))
         self.fences = fences = Fences(*fenced[0])
         if fences.schema_version < REQUIRED_SCHEMA or fences.compatibility_floor > SCHEMA_VERSION:
             raise SchemaBelowFloor(f"database schema {fences.schema_version} (floor "
                                    f"{fences.compatibility_floor}) does not fit this code "
-                                   f"(needs {REQUIRED_SCHEMA}, is {SCHEMA_VERSION})")
+                                   f"(needs {REQUIRED_SCHEMA}, is {SCHEMA_VERSION})",
+                                   using=alias_of(cur))
         self._lock(self.items, locked)
         self._relock_free_slots()
         specs: dict[tuple, Any] = {}

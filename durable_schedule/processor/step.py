@@ -47,6 +47,7 @@ from durable_schedule.errors import (
     ScheduleNotFound,
     SchemaBelowFloor,
     UnevaluableGeneration,
+    alias_of,
 )
 from durable_schedule.evaluation import jitter as jittering
 from durable_schedule.evaluation.decision import Decision
@@ -272,7 +273,8 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
     if fences.schema_version < REQUIRED_SCHEMA or fences.compatibility_floor > SCHEMA_VERSION:
         raise SchemaBelowFloor(f"database schema {fences.schema_version} (floor "
                                f"{fences.compatibility_floor}) does not fit this code "
-                               f"(needs {REQUIRED_SCHEMA}, is {SCHEMA_VERSION})")
+                               f"(needs {REQUIRED_SCHEMA}, is {SCHEMA_VERSION})",
+                               using=alias_of(cur))
     d = records.lock_definition(cur, scope_id, schedule_id)
     lease = run(cur, "lock_claimed_dispatch",
                 {"routing_id": claim.routing_id, "schedule_id": schedule_id}).fetchone()

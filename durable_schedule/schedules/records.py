@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from durable_schedule.errors import SchemaMissing, UnevaluableGeneration
+from durable_schedule.errors import SchemaMissing, UnevaluableGeneration, alias_of
 from durable_schedule.evaluation.isotext import iso_us
 from durable_schedule.evaluation.timeline import ScheduleSpec, spec_from_json
 from durable_schedule.frozen import maker
@@ -140,7 +140,8 @@ def lock_fences(cur, scope_id: str) -> Fences:
     if row is None:
         # scoped()/routed() create or find the scope row before this runs; a missing row means
         # the store row is missing (an unmigrated or damaged store).
-        raise SchemaMissing("the store row or the scope row is missing", scope=scope_id)
+        raise SchemaMissing("the store row or the scope row is missing", scope=scope_id,
+                            using=alias_of(cur))
     return Fences(*row)
 
 

@@ -117,6 +117,16 @@ def schema_report(cur) -> SchemaReport:
     return report
 
 
+def _migrate_command_of(cur) -> str:
+    """The ``migrate`` that fixes the database ``cur`` reads: ``--database <alias>`` for a
+    Django cursor on another alias than "default" (a plain ``migrate`` leaves that database as
+    it is); a bare psycopg cursor has no alias to name."""
+    from durable_schedule.checks import migrate_command
+
+    alias = getattr(getattr(cur, "db", None), "alias", None)
+    return migrate_command(alias) if isinstance(alias, str) else "manage.py migrate"
+
+
 def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
     """Every difference between the live roles/grants and the contract, as sentences.
 
@@ -164,8 +174,9 @@ def grant_problems(cur, *, schema_version: int | None = None) -> list[str]:
         user = cur.fetchone()[0]
         # A user holding ADMIN OPTION only (a PostgreSQL 16+ CREATEROLE creator) is completed
         # by migrate itself (apps.py); anyone else needs the DBA's GRANT, named exactly.
+        migrate = _migrate_command_of(cur)
         problems.extend(f"the database user may not SET ROLE {role}: every transaction that "
-                        f"enters it fails (DS302) (run manage.py migrate; else a DBA runs GRANT "
+                        f"enters it fails (DS302) (run {migrate}; else a DBA runs GRANT "
                         f"{role} TO {_quoted(user)};)" for role in unset)
     # The pinned search path names the app schema: whoever may create objects in it plants a
     # function or table the store's functions and the owner's own statements resolve (an

@@ -32,6 +32,7 @@ from durable_schedule.errors import (
     SchemaBelowFloor,
     WorkFactsTampered,
     WrongRole,
+    alias_of,
 )
 from durable_schedule.store.sqlfiles import query
 from durable_schedule.store.version import REQUIRED_SCHEMA
@@ -320,7 +321,7 @@ class Prepared:
                 raise SchemaBelowFloor(
                     "the store's acceptance function predates schema 15 and does not take "
                     "several requests in this code's form; this code requires schema "
-                    f"{REQUIRED_SCHEMA}", scope=self.scope_id) from exc
+                    f"{REQUIRED_SCHEMA}", scope=self.scope_id, using=alias_of(cur)) from exc
             raise
         return Sent(self.scope_id, self.requests, self.items, self.slot, cur.fetchall())
 

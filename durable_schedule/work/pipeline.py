@@ -36,6 +36,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from durable_schedule.errors import alias_of
 from durable_schedule.observability.metrics import observe_claim
 from durable_schedule.store.arrays import BinaryArray
 from durable_schedule.store.sqlfiles import query
@@ -88,7 +89,8 @@ def admit_batch(opts: Options, lease_seconds: float, n: int) -> Admission:
             enter.returned()  # the statement ended back at the own role
             observe_claim("work", time.perf_counter() - started,
                           sum(1 for row in found if row[2] is not None))
-            refuse_below_floor(*found[0][:2])  # raising rolls the claim back
+            # raising rolls the claim back
+            refuse_below_floor(*found[0][:2], using=alias_of(cur))
             out.claims = [Claim(*row[2:5]) for row in found if row[2] is not None]
             for routing_id, claims in _by_scope(out.claims, lambda c: c.routing_id):
                 scope_id = enter(routing_id)

@@ -44,6 +44,7 @@ from durable_schedule.errors import (
     InvalidLease,
     LeaseLost,
     SchemaBelowFloor,
+    alias_of,
 )
 from durable_schedule.evaluation.policy import lease_expiry
 from durable_schedule.observability.metrics import timed_claim
@@ -163,14 +164,14 @@ def _validate(max_items: object, batch: object, owner: object, lease_seconds: ob
 def check_floor(cur) -> None:
     """Refuse to work on a store whose schema does not fit this code (DS401)."""
     cur.execute(query(_QUERIES, "store_floor"))
-    refuse_below_floor(*cur.fetchone())
+    refuse_below_floor(*cur.fetchone(), using=alias_of(cur))
 
 
-def refuse_below_floor(version: int, floor: int) -> None:
+def refuse_below_floor(version: int, floor: int, *, using: str | None) -> None:
     if version < REQUIRED_SCHEMA or floor > SCHEMA_VERSION:
         raise SchemaBelowFloor(
             f"database schema {version} (floor {floor}) does not fit this code "
-            f"(requires {REQUIRED_SCHEMA}, writes {SCHEMA_VERSION})")
+            f"(requires {REQUIRED_SCHEMA}, writes {SCHEMA_VERSION})", using=using)
 
 
 @timed_claim("work")  # claim latency metric
