@@ -296,6 +296,8 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
     # A stored jitter not shorter than the target's deadline_after (stored before the commands
     # refused it, or tampered) would make Work due at or after its deadline: quarantined.
     check.jitter_within_deadline(d.jitter, d.target_json)
+    # A stored jitter past 2**63 us (tampered) gives offsets the occurrence row cannot hold.
+    jittering.check_range(d.jitter)
     changed = generation_fence(spec, d.cursor_utc)
     if changed is not None:
         reason, evidence = changed

@@ -68,7 +68,9 @@ SELECT c.schedule_id,
                g.target::text AS target, g.overlap_policy, g.misfire_policy, g.safety_window,
                g.evaluator_version, g.created_by, d.schedule_id, d.paused_at, d.paused_by,
                d.pause_note, d.resumed_at, d.missed::text AS missed, g.start_at, g.end_at,
-               g.max_runs, g.jitter
+               g.max_runs,
+               -- clamped as in "lock definition" (schedule_queries.sql)
+               CASE WHEN g.jitter > interval '999999999 days' THEN interval '999999999 days' ELSE g.jitter END AS jitter
           FROM durable_schedule_definition d
           LEFT JOIN durable_schedule_generation g
             ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id
