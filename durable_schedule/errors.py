@@ -289,6 +289,19 @@ class TimeZoneUnavailable(UnevaluableGeneration):
     )
 
 
+# DS173-DS174: stored state a pass cannot write to (docs/schedules.md, "unevaluable").
+class StoredCountOutOfRange(UnevaluableGeneration):
+    """A stored per-cause ``missed`` count that is no count (not a non-negative integer) or
+    that the skipped range would take past the bigint range: written by hand."""
+
+    code = "DS173"
+    next_action = (
+        "The schedule's stored missed-instant counts were edited by hand: restore them "
+        "(durable_schedule_definition.missed, non-negative integers per cause), then re-issue "
+        "the schedule (update() without a spec, or the admin's Re-issue)."
+    )
+
+
 # ---------------------------------------------------------------- DS125-DS139 cron schedules
 class InvalidCronExpression(ScheduleError):
     code = "DS125"

@@ -92,7 +92,9 @@ def test_a_stored_missed_count_that_cannot_be_added_to__is_quarantined_and_the_o
     counts = run_pass(clock, at(35), batch_size=batch_size)  # 12:20 and 12:30 found late
     assert (counts.claimed, counts.skipped, counts.suspended) == (4, 3, 1), counts
     assert_quarantined("s1", "DS173")
+    # Nothing written for it: the counts as stored, no skipped occurrence, the cursor kept.
     assert json.loads(definition("s1")["missed"]) == {"misfire": stored}
     assert rows("select count(*) from durable_schedule_occurrence where schedule_id = 's1'"
-                ) == [(0,)]
+                " and state = 'skipped'") == [(0,)]
+    assert definition("s1")["cursor_utc"] == at(10)
     assert json.loads(definition("s2")["missed"])["misfire"] >= 1
