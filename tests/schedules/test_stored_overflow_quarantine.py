@@ -11,6 +11,7 @@ the pass raising at its end and the schedule failing again on every pass:
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 
@@ -98,3 +99,25 @@ def test_a_stored_missed_count_that_cannot_be_added_to__is_quarantined_and_the_o
                 " and state = 'skipped'") == [(0,)]
     assert definition("s1")["cursor_utc"] == at(10)
     assert json.loads(definition("s2")["missed"])["misfire"] >= 1
+
+
+@BATCHES
+def test_a_stored_safety_window_past_the_longest_timedelta__is_read_and_the_schedule_runs(
+        clock, target, batch_size):
+    # '100000000 years' is a valid PostgreSQL interval that no Python timedelta holds: the row
+    # failed to read (lock phase) on every pass. Read as 999999999 days it still reaches past
+    # the supported UTC range, so the schedule behaves exactly as stored: it runs.
+    for n in range(3):
+        create(f"s{n}", schedules.Every(HOUR), target)
+    rows("insert into durable_schedule_generation (scope_id, schedule_id, generation, kind,"
+         " spec, accepted_at_utc, target, overlap_policy, misfire_policy, safety_window,"
+         " evaluator_version, created_by) select scope_id, schedule_id, 2, kind, spec,"
+         " accepted_at_utc, target, overlap_policy, misfire_policy, '100000000 years',"
+         " evaluator_version, '' from durable_schedule_generation"
+         " where scope_id = %s and schedule_id = 's1' returning id", (SCOPE,))
+    rows("update durable_schedule_definition set active_generation = 2"
+         " where scope_id = %s and schedule_id = 's1' returning id", (SCOPE,))
+    counts = run_pass(clock, T0 + HOUR + SECOND, batch_size=batch_size)
+    assert (counts.claimed, counts.materialized, counts.suspended) == (3, 3, 0), counts
+    assert definition("s1")["state"] == "active"
+    assert schedules.get(SCOPE, "s1").safety_window == timedelta(days=999999999)
