@@ -302,6 +302,18 @@ class StoredCountOutOfRange(UnevaluableGeneration):
     )
 
 
+class UnreadableStoredRow(UnevaluableGeneration):
+    """A stored value of the schedule's definition or active generation that this code cannot
+    load at all (a timestamp past year 9999 or before year 1): written by hand."""
+
+    code = "DS174"
+    next_action = (
+        "A stored value of the schedule (a timestamp outside years 1-9999) was written by hand "
+        "and cannot be read: restore the definition row and its active generation, then "
+        "re-issue the schedule (update() without a spec, or the admin's Re-issue)."
+    )
+
+
 # ---------------------------------------------------------------- DS125-DS139 cron schedules
 class InvalidCronExpression(ScheduleError):
     code = "DS125"

@@ -47,6 +47,7 @@ from durable_schedule.errors import (
     ScheduleNotFound,
     SchemaBelowFloor,
     UnevaluableGeneration,
+    UnreadableStoredRow,
 )
 from durable_schedule.evaluation import jitter as jittering
 from durable_schedule.evaluation.decision import Decision
@@ -120,7 +121,12 @@ def _still_claimed(cur, scope_id, claim: Claim, lease_owner: str, error: Durable
     if scope_id is None:
         raise error
     fences = records.lock_fences(cur, scope_id)
-    d = records.lock_definition(cur, scope_id, claim.schedule_id)
+    if isinstance(error, UnreadableStoredRow):
+        # The row cannot be loaded whole (DS174): lock it reading only what a suspension
+        # writes against (state, revision, generation).
+        d = records.lock_definition_key(cur, scope_id, claim.schedule_id)
+    else:
+        d = records.lock_definition(cur, scope_id, claim.schedule_id)
     lease = run(cur, "lock_claimed_dispatch",
                 {"routing_id": claim.routing_id, "schedule_id": claim.schedule_id}).fetchone()
     if lease is None or lease[0] != lease_owner or lease[1] != claim.dispatch_revision:

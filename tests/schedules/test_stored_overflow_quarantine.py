@@ -121,3 +121,36 @@ def test_a_stored_safety_window_past_the_longest_timedelta__is_read_and_the_sche
     assert (counts.claimed, counts.materialized, counts.suspended) == (3, 3, 0), counts
     assert definition("s1")["state"] == "active"
     assert schedules.get(SCOPE, "s1").safety_window == timedelta(days=999999999)
+
+
+@BATCHES
+@pytest.mark.parametrize("column", ["cursor_utc", "resumed_at", "end_at"])
+def test_a_stored_timestamp_past_year_9999__is_quarantined_and_the_others_run(
+        clock, target, batch_size, column):
+    # A valid PostgreSQL timestamp no Python datetime holds: the definition row failed to read
+    # (psycopg DataError, lock phase) on every pass, and nothing quarantined it.
+    for n in range(3):
+        create(f"s{n}", schedules.Every(HOUR), target)
+    if column == "end_at":
+        rows("insert into durable_schedule_generation (scope_id, schedule_id, generation,"
+             " kind, spec, accepted_at_utc, target, overlap_policy, misfire_policy,"
+             " safety_window, evaluator_version, created_by, end_at) select scope_id,"
+             " schedule_id, 2, kind, spec, accepted_at_utc, target, overlap_policy,"
+             " misfire_policy, safety_window, evaluator_version, '', '20000-01-01'"
+             " from durable_schedule_generation where scope_id = %s and schedule_id = 's1'"
+             " returning id", (SCOPE,))
+        rows("update durable_schedule_definition set active_generation = 2"
+             " where scope_id = %s and schedule_id = 's1' returning id", (SCOPE,))
+    else:
+        rows(f"update durable_schedule_definition set {column} = '20000-01-01'"
+             " where scope_id = %s and schedule_id = 's1' returning id", (SCOPE,))
+    counts = run_pass(clock, T0 + HOUR + SECOND, batch_size=batch_size)
+    assert (counts.claimed, counts.materialized, counts.suspended) == (3, 2, 1), counts
+    state = rows("select state, suspension_reason, suspension_evidence->>'code'"
+                 " from durable_schedule_definition where scope_id = %s"
+                 " and schedule_id = 's1'", (SCOPE,))
+    assert state == [("suspended", "unevaluable", "DS174")]
+    assert rows("select count(*) from durable_schedule_history where schedule_id = 's1'"
+                " and event = 'suspended'") == [(1,)]
+    counts = run_pass(clock, T0 + 2 * HOUR + SECOND, batch_size=batch_size)
+    assert (counts.claimed, counts.suspended) == (2, 0), counts

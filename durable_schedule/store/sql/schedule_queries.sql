@@ -46,6 +46,13 @@ SELECT d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_
  WHERE d.scope_id = %(scope_id)s AND d.schedule_id = %(schedule_id)s
    FOR UPDATE OF d
 
+-- name: lock definition key -- the definition row FOR UPDATE, read as little as a quarantine
+-- of a row whose other values this code cannot load needs (processor.step._still_claimed).
+SELECT d.state, d.revision, d.active_generation
+  FROM durable_schedule_definition d
+ WHERE d.scope_id = %(scope_id)s AND d.schedule_id = %(schedule_id)s
+   FOR UPDATE OF d
+
 -- name: read definition -- one definition with its active generation, no lock (get).
 SELECT d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_generation,
        d.cursor_utc, d.suspension_reason, d.suspension_evidence::text, d.suspended_at,
