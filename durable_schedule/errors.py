@@ -289,6 +289,31 @@ class TimeZoneUnavailable(UnevaluableGeneration):
     )
 
 
+# DS173-DS174: stored state a pass cannot write to (docs/schedules.md, "unevaluable").
+class StoredCountOutOfRange(UnevaluableGeneration):
+    """A stored per-cause ``missed`` count that is no count (not a non-negative integer) or
+    that the skipped range would take past the bigint range: written by hand."""
+
+    code = "DS173"
+    next_action = (
+        "The schedule's stored missed-instant counts were edited by hand: restore them "
+        "(durable_schedule_definition.missed, non-negative integers per cause), then re-issue "
+        "the schedule (update() without a spec, or the admin's Re-issue)."
+    )
+
+
+class UnreadableStoredRow(UnevaluableGeneration):
+    """A stored value of the schedule's definition or active generation that this code cannot
+    load at all (a timestamp past year 9999 or before year 1): written by hand."""
+
+    code = "DS174"
+    next_action = (
+        "A stored value of the schedule (a timestamp outside years 1-9999) was written by hand "
+        "and cannot be read: restore the definition row and its active generation, then "
+        "re-issue the schedule (update() without a spec, or the admin's Re-issue)."
+    )
+
+
 # DS175-DS176: schedule lifecycle, further refusals (docs/schedules.md).
 class ScheduleNotSuspendable(ScheduleError):
     code = "DS175"

@@ -29,6 +29,24 @@ _ONE_US = timedelta(microseconds=1)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+#: The longest jitter whose offsets (``0 <= offset < jitter``, in microseconds) fit the bigint
+#: ``jitter_us`` of an occurrence row: 2**63 microseconds, about 292,271 years.
+MAX_JITTER = timedelta(microseconds=2**63)
+
+
+def check_range(jitter: timedelta | None) -> None:
+    """DS149 unless ``jitter`` is None or ``0 < jitter <= MAX_JITTER``. A pass calls it on a
+    stored generation's jitter (written by hand: the commands never accept one outside this
+    range) before anything is written, so the schedule is quarantined instead of failing every
+    pass on an offset its occurrence row cannot hold (docs/schedules.md "Jitter")."""
+    if jitter is None:
+        return
+    if jitter <= timedelta(0) or jitter > MAX_JITTER:
+        raise InvalidJitter("jitter must be greater than zero and at most 2**63 microseconds:"
+                            " its offsets are stored as a bigint of microseconds",
+                            field="jitter", value=str(jitter), maximum=str(MAX_JITTER))
+
+
 def validate(jitter: object, spec: object,
              identity: tuple[str, str] | None = None,
              start: datetime | None = None) -> timedelta | None:
@@ -48,6 +66,7 @@ def validate(jitter: object, spec: object,
     if jitter <= timedelta(0):
         raise InvalidJitter("jitter must be greater than zero", field="jitter",
                             value=str(jitter))
+    check_range(jitter)
     if isinstance(spec, Every) and jitter >= spec.interval:
         raise InvalidJitter("jitter must be shorter than the interval", field="jitter",
                             value=str(jitter), interval=str(spec.interval))

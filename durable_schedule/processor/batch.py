@@ -46,6 +46,7 @@ from durable_schedule.barriers import (
     barrier,
 )
 from durable_schedule.errors import DurableError, SchemaBelowFloor, SchemaMissing, alias_of
+from durable_schedule.evaluation import jitter as jittering
 from durable_schedule.evaluation.decision import Decision
 from durable_schedule.frozen import maker
 from durable_schedule.processor import lifecycle as hooks
@@ -206,6 +207,7 @@ class _Batch:
                 try:
                     item.spec = _spec(d, item.spec_text, specs)
                     check.jitter_within_deadline(d.jitter, d.target_json)  # DS155: quarantined
+                    jittering.check_range(d.jitter)  # DS149: quarantined
                     fenced = generation_fence(item.spec, d.cursor_utc)
                 except Exception:  # noqa: BLE001 - evaluated alone, where it is quarantined
                     self.result.deferred.append(c)

@@ -13,9 +13,11 @@ set-based (a skip, a completion, a jittered nominal occurrence) to the single st
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
+from durable_schedule.errors import StoredCountOutOfRange
 from durable_schedule.evaluation import jitter as jittering
 from durable_schedule.evaluation.bounds import Bounds
 from durable_schedule.schedules.records import Definition
@@ -77,10 +79,28 @@ def count_missed(cur, d: Definition, cause: str, count: int, now: datetime) -> N
     """Add ``count`` skipped instants under ``cause`` (misfire, overlap, paused)."""
     if count <= 0:
         return
+    _check_missed(d, cause, count)
     run_lifecycle(cur, "count_missed", {"scope_id": d.scope_id, "schedule_id": d.schedule_id,
                               "cause": cause, "count": count, "now": now})
     if cur.rowcount != 1:
         raise RuntimeError("missed-instant count matched no row under the definition lock")
+
+
+#: The largest count the bigint cast of "count missed" holds.
+BIGINT_MAX = 2**63 - 1
+
+
+def _check_missed(d: Definition, cause: str, count: int) -> None:
+    """DS173 (quarantined) unless the stored counts are an object whose ``cause`` count is a
+    non-negative integer with room for ``count`` more: the statement's bigint cast otherwise
+    fails (a DataError) on every pass that skips, and the schedule is never quarantined."""
+    missed = d.missed if d.missed is not None else {}
+    stored = missed.get(cause, 0) if isinstance(missed, dict) else None
+    if type(stored) is not int or not 0 <= stored <= BIGINT_MAX - count:
+        raise StoredCountOutOfRange(
+            "the stored missed-instant count cannot be added to: it is no count, or the "
+            "skipped range would take it past the bigint range", reason="missed_out_of_range",
+            cause=cause, stored=json.dumps(missed)[:200], count=count)
 
 
 def revived_occupant(cur, d: Definition) -> Any:
@@ -91,8 +111,8 @@ def revived_occupant(cur, d: Definition) -> Any:
     (the counts only grow): a schedule that never skipped reads nothing more. Call it when the
     latest linked occurrence's Work is terminal (or there is none); locks the Work FOR SHARE,
     like the slot read."""
-    if not d.missed or not any(d.missed.values()):
-        return None
+    if not d.missed or (isinstance(d.missed, dict) and not any(d.missed.values())):
+        return None  # (stored counts that are no object, written by hand: read the slot)
     row = run_lifecycle(cur, "lock_revived_slot", {"scope_id": d.scope_id,
                                                    "schedule_id": d.schedule_id}).fetchone()
     return None if row is None else row[0]

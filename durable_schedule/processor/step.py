@@ -47,6 +47,7 @@ from durable_schedule.errors import (
     ScheduleNotFound,
     SchemaBelowFloor,
     UnevaluableGeneration,
+    UnreadableStoredRow,
     alias_of,
 )
 from durable_schedule.evaluation import jitter as jittering
@@ -121,7 +122,12 @@ def _still_claimed(cur, scope_id, claim: Claim, lease_owner: str, error: Durable
     if scope_id is None:
         raise error
     fences = records.lock_fences(cur, scope_id)
-    d = records.lock_definition(cur, scope_id, claim.schedule_id)
+    if isinstance(error, UnreadableStoredRow):
+        # The row cannot be loaded whole (DS174): lock it reading only what a suspension
+        # writes against (state, revision, generation).
+        d = records.lock_definition_key(cur, scope_id, claim.schedule_id)
+    else:
+        d = records.lock_definition(cur, scope_id, claim.schedule_id)
     lease = run(cur, "lock_claimed_dispatch",
                 {"routing_id": claim.routing_id, "schedule_id": claim.schedule_id}).fetchone()
     if lease is None or lease[0] != lease_owner or lease[1] != claim.dispatch_revision:
@@ -298,6 +304,8 @@ def _step(cur, scope_id: str, claim: Claim, owner: str,
     # A stored jitter not shorter than the target's deadline_after (stored before the commands
     # refused it, or tampered) would make Work due at or after its deadline: quarantined.
     check.jitter_within_deadline(d.jitter, d.target_json)
+    # A stored jitter past 2**63 us (tampered) gives offsets the occurrence row cannot hold.
+    jittering.check_range(d.jitter)
     changed = generation_fence(spec, d.cursor_utc)
     if changed is not None:
         reason, evidence = changed

@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from durable_schedule.errors import SchemaMissing, UnevaluableGeneration, alias_of
+import psycopg
+from django.db import DataError as DjangoDataError
+
+from durable_schedule.errors import (
+    SchemaMissing,
+    UnevaluableGeneration,
+    UnreadableStoredRow,
+    alias_of,
+)
 from durable_schedule.evaluation.isotext import iso_us
 from durable_schedule.evaluation.timeline import ScheduleSpec, spec_from_json
 from durable_schedule.frozen import maker
@@ -146,10 +154,38 @@ def lock_fences(cur, scope_id: str) -> Fences:
 
 
 def lock_definition(cur, scope_id: str, schedule_id: str) -> Definition | None:
-    """The definition and its active generation, the definition row locked FOR UPDATE."""
+    """The definition and its active generation, the definition row locked FOR UPDATE.
+
+    A stored value the driver cannot load (a timestamp outside years 1-9999, written by hand)
+    raises ``UnreadableStoredRow`` (DS174, an unevaluable generation): the pass quarantines the
+    schedule through :func:`lock_definition_key` instead of failing on it every pass."""
     key = {"scope_id": scope_id, "schedule_id": schedule_id}
-    row = run(cur, "lock_definition", key).fetchone()
+    try:
+        row = run(cur, "lock_definition", key).fetchone()
+    except (DjangoDataError, psycopg.DataError) as exc:
+        raise UnreadableStoredRow(
+            "a stored value of the schedule cannot be read: "
+            + (str(exc).splitlines() or [""])[0][:200], reason="unreadable_row") from exc
     return None if row is None else _definition(scope_id, schedule_id, row)
+
+
+@dataclass(frozen=True)
+class DefinitionKey:
+    """What a quarantine needs of a definition row it cannot load whole."""
+
+    scope_id: str
+    schedule_id: str
+    state: str
+    revision: int
+    generation: int
+    cursor_utc: datetime | None = None
+
+
+def lock_definition_key(cur, scope_id: str, schedule_id: str) -> DefinitionKey | None:
+    """The definition row locked FOR UPDATE, only its state, revision and active generation."""
+    row = run(cur, "lock_definition_key",
+              {"scope_id": scope_id, "schedule_id": schedule_id}).fetchone()
+    return None if row is None else DefinitionKey(scope_id, schedule_id, *row)
 
 
 def read_definition(cur, scope_id: str, schedule_id: str) -> Definition | None:

@@ -65,10 +65,16 @@ SELECT c.schedule_id,
                d.scope_generation, d.cursor_utc, d.suspension_reason,
                d.suspension_evidence::text AS suspension_evidence, d.suspended_at,
                d.created_at, d.updated_at, g.kind, g.spec::text AS spec, g.accepted_at_utc,
-               g.target::text AS target, g.overlap_policy, g.misfire_policy, g.safety_window,
+               g.target::text AS target, g.overlap_policy, g.misfire_policy,
+               -- clamped as in "lock definition" (schedule_queries.sql)
+               CASE WHEN g.safety_window > interval '999999999 days' THEN interval '999999999 days' ELSE g.safety_window END
+                 AS safety_window,
                g.evaluator_version, g.created_by, d.schedule_id, d.paused_at, d.paused_by,
                d.pause_note, d.resumed_at, d.missed::text AS missed, g.start_at, g.end_at,
-               g.max_runs, g.jitter
+               g.max_runs,
+               -- clamped as in "lock definition" (schedule_queries.sql)
+               CASE WHEN g.jitter > interval '999999999 days' THEN interval '999999999 days' ELSE g.jitter END
+                 AS jitter
           FROM durable_schedule_definition d
           LEFT JOIN durable_schedule_generation g
             ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id

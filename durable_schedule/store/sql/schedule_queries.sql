@@ -24,17 +24,32 @@ SELECT st.runtime_epoch, st.schema_version, st.compatibility_floor, sc.generatio
    FOR SHARE OF st, sc
 
 -- name: lock definition -- one definition FOR UPDATE, with its active generation.
+-- The safety window and the jitter are read at most 999999999 days (the longest Python
+-- timedelta): a longer stored interval (tampered) would fail every read of the row. Read
+-- clamped, a window still reaches past the supported UTC range (it behaves as stored), and a
+-- jitter past 2**63 us is quarantined by the pass (jitter.check_range, DS149).
 SELECT d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_generation,
        d.cursor_utc, d.suspension_reason, d.suspension_evidence::text, d.suspended_at,
        d.created_at, d.updated_at,
        g.kind, g.spec::text, g.accepted_at_utc, g.target::text, g.overlap_policy,
-       g.misfire_policy, g.safety_window, g.evaluator_version, g.created_by, d.schedule_id,
+       g.misfire_policy,
+       CASE WHEN g.safety_window > interval '999999999 days' THEN interval '999999999 days' ELSE g.safety_window END,
+       g.evaluator_version, g.created_by, d.schedule_id,
        d.paused_at, d.paused_by, d.pause_note, d.resumed_at, d.missed::text, g.start_at,
-       g.end_at, g.max_runs, g.jitter, g.buffer_limit
+       g.end_at, g.max_runs,
+       CASE WHEN g.jitter > interval '999999999 days' THEN interval '999999999 days' ELSE g.jitter END,
+       g.buffer_limit
   FROM durable_schedule_definition d
   LEFT JOIN durable_schedule_generation g
     ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id
    AND g.generation = d.active_generation
+ WHERE d.scope_id = %(scope_id)s AND d.schedule_id = %(schedule_id)s
+   FOR UPDATE OF d
+
+-- name: lock definition key -- the definition row FOR UPDATE, read as little as a quarantine
+-- of a row whose other values this code cannot load needs (processor.step._still_claimed).
+SELECT d.state, d.revision, d.active_generation
+  FROM durable_schedule_definition d
  WHERE d.scope_id = %(scope_id)s AND d.schedule_id = %(schedule_id)s
    FOR UPDATE OF d
 
@@ -43,9 +58,13 @@ SELECT d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_
        d.cursor_utc, d.suspension_reason, d.suspension_evidence::text, d.suspended_at,
        d.created_at, d.updated_at,
        g.kind, g.spec::text, g.accepted_at_utc, g.target::text, g.overlap_policy,
-       g.misfire_policy, g.safety_window, g.evaluator_version, g.created_by, d.schedule_id,
+       g.misfire_policy,
+       CASE WHEN g.safety_window > interval '999999999 days' THEN interval '999999999 days' ELSE g.safety_window END,
+       g.evaluator_version, g.created_by, d.schedule_id,
        d.paused_at, d.paused_by, d.pause_note, d.resumed_at, d.missed::text, g.start_at,
-       g.end_at, g.max_runs, g.jitter, g.buffer_limit
+       g.end_at, g.max_runs,
+       CASE WHEN g.jitter > interval '999999999 days' THEN interval '999999999 days' ELSE g.jitter END,
+       g.buffer_limit
   FROM durable_schedule_definition d
   LEFT JOIN durable_schedule_generation g
     ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id
@@ -57,9 +76,13 @@ SELECT d.id, d.state, d.revision, d.active_generation, d.runtime_epoch, d.scope_
        d.cursor_utc, d.suspension_reason, d.suspension_evidence::text, d.suspended_at,
        d.created_at, d.updated_at,
        g.kind, g.spec::text, g.accepted_at_utc, g.target::text, g.overlap_policy,
-       g.misfire_policy, g.safety_window, g.evaluator_version, g.created_by, d.schedule_id,
+       g.misfire_policy,
+       CASE WHEN g.safety_window > interval '999999999 days' THEN interval '999999999 days' ELSE g.safety_window END,
+       g.evaluator_version, g.created_by, d.schedule_id,
        d.paused_at, d.paused_by, d.pause_note, d.resumed_at, d.missed::text, g.start_at,
-       g.end_at, g.max_runs, g.jitter, g.buffer_limit
+       g.end_at, g.max_runs,
+       CASE WHEN g.jitter > interval '999999999 days' THEN interval '999999999 days' ELSE g.jitter END,
+       g.buffer_limit
   FROM durable_schedule_definition d
   LEFT JOIN durable_schedule_generation g
     ON g.scope_id = d.scope_id AND g.schedule_id = d.schedule_id
