@@ -217,15 +217,16 @@ class _Operations:
         own = [path("operate/<str:operation>/", view, name=name)]
         return own + super().get_urls()
 
-    def response_action(self, request, queryset):
+    def response_action(self, request, queryset, *args, **kwargs):
         """Django's change list action, after checking the selected row ids: Django passes
         them to ``pk__in`` as posted, and a crafted ``_selected_action=abc`` was a server error
-        (ValueError) instead of a refusal. Anything but row ids is a 400 (DS406)."""
+        (ValueError) instead of a refusal. Anything but row ids is a 400 (DS406). Django 6.1
+        passes ``action_location`` as well (5.2 does not): whatever Django passes goes on."""
         selected = request.POST.getlist(ACTION_CHECKBOX_NAME)
         bad = [value for value in selected if not _is_row_id(value)]
         if bad:
             raise _bad_ids("must be row ids", ",".join(bad))
-        return super().response_action(request, queryset)
+        return super().response_action(request, queryset, *args, **kwargs)
 
     def operation_url(self, operation: str) -> str:
         return reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_operate",
